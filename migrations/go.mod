@@ -1,0 +1,3 @@
+module github.com/facho-olt/facho/migrations
+
+go 1.26

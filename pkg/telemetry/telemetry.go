@@ -1,0 +1,125 @@
+// Package telemetry gives every service the same logger, /metrics, /healthz
+// and graceful HTTP shutdown.
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// Fixed log keys, so log queries work across services.
+const (
+	KeyService   = "service"
+	KeyOLT       = "olt_id"
+	KeyJob       = "job_id"
+	KeyExecution = "execution_id"
+	KeyConsumer  = "consumer"
+	KeyStreamSeq = "stream_seq"
+	KeySubject   = "subject"
+	KeyPoller    = "poller_id"
+	KeyAddr      = "addr"
+)
+
+// NewLogger returns a JSON logger tagged with the service name.
+func NewLogger(w io.Writer, service string, level zerolog.Level) zerolog.Logger {
+	return zerolog.New(w).Level(level).With().Timestamp().Str(KeyService, service).Logger()
+}
+
+// NewRegistry returns a registry with the Go and process collectors, one per
+// service (never the global one).
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Health collects named readiness checks.
+type Health struct {
+	mu     sync.Mutex
+	checks map[string]func(context.Context) error
+}
+
+// NewHealth returns an empty Health.
+func NewHealth() *Health { return &Health{checks: map[string]func(context.Context) error{}} }
+
+// Add registers a check.
+func (h *Health) Add(name string, check func(context.Context) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.checks[name] = check
+}
+
+// ServeHTTP answers 200 when every check passes, 503 otherwise, with a
+// JSON body naming each check's result.
+func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	h.mu.Lock()
+	checks := make(map[string]func(context.Context) error, len(h.checks))
+	for k, v := range h.checks {
+		checks[k] = v
+	}
+	h.mu.Unlock()
+	res := map[string]string{}
+	status := http.StatusOK
+	for name, c := range checks {
+		if err := c(ctx); err != nil {
+			res[name] = err.Error()
+			status = http.StatusServiceUnavailable
+		} else {
+			res[name] = "ok"
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": http.StatusText(status), "checks": res})
+}
+
+// Mux returns a mux with /metrics and /healthz mounted.
+func Mux(reg *prometheus.Registry, health *Health) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /healthz", health)
+	return mux
+}
+
+// Serve runs an HTTP server on addr until ctx ends, then shuts it down
+// gracefully. ready, if not nil, receives the bound address.
+func Serve(ctx context.Context, addr string, h http.Handler, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown %s: %w", addr, err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", addr, err)
+	}
+	return nil
+}

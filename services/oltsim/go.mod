@@ -1,0 +1,3 @@
+module github.com/facho-olt/facho/services/oltsim
+
+go 1.26

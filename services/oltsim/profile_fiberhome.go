@@ -1,0 +1,41 @@
+package oltsim
+
+import "fmt"
+
+// fiberhomeProfile is a FiberHome AN5516. Row index slot*2^25+pon*2^19+onu*2^8;
+// optical values in 0.01 units; offline ONUs have no optical rows.
+func fiberhomeProfile() *profile {
+	auth := mustOID("1.3.6.1.4.1.5875.800.3.10.1.1")
+	opt := mustOID("1.3.6.1.4.1.5875.800.3.9.3.3.1")
+	return &profile{
+		name:         "fiberhome-an5516",
+		sysDescr:     "AN5516-06",
+		sysObjectID:  "1.3.6.1.4.1.5875.800.1001.11",
+		serialVendor: "FHTT",
+		firstSlot:    1,
+		firstPort:    1,
+		firstONU:     1,
+		ponIndex:     func(slot, port int) int64 { return int64(slot)<<25 | int64(port)<<19 },
+		rowIndex:     func(s *onuState) oid { return oid{uint32(s.ponIndex | int64(s.id)<<8)} },
+		ifDescr:      func(slot, port int) string { return fmt.Sprintf("PON %d/%d", slot, port) },
+		columns: []column{
+			{oid: auth.join(2), value: always(func(s *onuState) value { return intValue(int64(s.slot)) })},
+			{oid: auth.join(3), value: always(func(s *onuState) value { return intValue(int64(s.port)) })},
+			{oid: auth.join(4), value: always(func(s *onuState) value { return intValue(int64(s.id)) })},
+			{oid: auth.join(5), value: always(func(s *onuState) value { return intValue(869) })},
+			{oid: auth.join(7), value: always(func(s *onuState) value { return strValue(s.desc) })},
+			{oid: auth.join(10), value: always(func(s *onuState) value { return strValue(s.serialString("FHTT")) })},
+			{oid: auth.join(11), value: always(func(s *onuState) value {
+				if s.online {
+					return intValue(1)
+				}
+				return intValue(2)
+			})},
+			{oid: opt.join(6), value: onlineInt(func(s *onuState) int64 { return int64(s.rxCenti) })},
+			{oid: opt.join(7), value: onlineInt(func(s *onuState) int64 { return int64(s.txCenti) })},
+			{oid: opt.join(8), value: onlineInt(func(s *onuState) int64 { return int64(s.voltCenti) })},
+			{oid: opt.join(9), value: onlineInt(func(s *onuState) int64 { return int64(s.biasCenti) })},
+			{oid: opt.join(10), value: onlineInt(func(s *onuState) int64 { return int64(s.tempCenti) })},
+		},
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/facho-olt/facho/services/poller
+
+go 1.26

@@ -1,0 +1,153 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Event types of the configuration stream.
+const (
+	TypeBrandUpserted    = "brand.upserted"
+	TypeOIDUpserted      = "oid.upserted"
+	TypeOLTUpserted      = "olt.upserted"
+	TypeOLTDeleted       = "olt.deleted"
+	TypeJobUpserted      = "job.upserted"
+	TypeJobDeleted       = "job.deleted"
+	TypeJobOLTAssigned   = "job_olt.assigned"
+	TypeJobOLTUnassigned = "job_olt.unassigned"
+)
+
+// Job kinds (seed 000: "descubrimiento, get, walk, etc").
+const (
+	KindDiscovery = "discovery"
+	KindGet       = "get"
+	KindWalk      = "walk"
+	KindBulkWalk  = "bulkwalk"
+)
+
+// ONU fields an OID can feed in onu_data.
+const (
+	FieldSerial      = "serial"
+	FieldDescription = "description"
+	FieldStatus      = "status"
+	FieldRxPower     = "rx_power"
+)
+
+// Decoder says how a raw varbind value becomes a field value. Kinds:
+//   - "string": OctetString as text
+//   - "hex_serial": 4 ASCII vendor bytes + the rest as upper-case hex (Huawei)
+//   - "int": integer as is
+//   - "scaled": float = raw*Scale + Offset; NoReading marks "no reading"
+//   - "float_string": a decimal in an OctetString ("-10.47", V-SOL)
+//   - "enum": integer mapped through Enum (e.g. 1 -> ONLINE)
+type Decoder struct {
+	Kind      string            `json:"kind"`
+	Scale     float64           `json:"scale,omitempty"`
+	Offset    float64           `json:"offset,omitempty"`
+	NoReading *int64            `json:"no_reading,omitempty"`
+	Enum      map[string]string `json:"enum,omitempty"`
+}
+
+// DecoderKinds lists the supported decoder kinds.
+var DecoderKinds = []string{"string", "hex_serial", "int", "scaled", "float_string", "enum"}
+
+// Validate checks the decoder kind.
+func (d Decoder) Validate() error {
+	for _, k := range DecoderKinds {
+		if d.Kind == k {
+			if k == "enum" && len(d.Enum) == 0 {
+				return errors.New("enum decoder needs a mapping")
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown decoder kind %q", d.Kind)
+}
+
+// BrandUpserted creates or changes a brand (vendor).
+type BrandUpserted struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// IndexScheme says how a row index names an ONU: "pon.onu" (the
+	// index is <pon port index>.<onu id>, Huawei/ZTE/V-SOL) or "fiberhome"
+	// (one packed integer slot*2^25+pon*2^19+onu*2^8).
+	IndexScheme string `json:"index_scheme"`
+}
+
+func (BrandUpserted) EventType() string { return TypeBrandUpserted }
+
+// OIDUpserted creates or changes an OID definition of a brand.
+type OIDUpserted struct {
+	ID      string  `json:"id"`
+	BrandID string  `json:"brand_id"`
+	Name    string  `json:"name"`
+	OID     string  `json:"oid"`
+	Field   string  `json:"field"`
+	Decoder Decoder `json:"decoder"`
+}
+
+func (OIDUpserted) EventType() string { return TypeOIDUpserted }
+
+// OLTUpserted creates or changes an OLT. The SNMP community travels only
+// sealed (see pkg/secret); no event carries it in plaintext.
+type OLTUpserted struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	IP           string `json:"ip"`
+	Port         int    `json:"port"`
+	BrandID      string `json:"brand_id"`
+	CommunityEnc string `json:"community_enc"`
+	Enabled      bool   `json:"enabled"`
+	Description  string `json:"description,omitempty"`
+}
+
+func (OLTUpserted) EventType() string { return TypeOLTUpserted }
+
+// OLTDeleted removes an OLT and all of its pending work.
+type OLTDeleted struct {
+	ID string `json:"id"`
+}
+
+func (OLTDeleted) EventType() string { return TypeOLTDeleted }
+
+// JobUpserted creates or changes an SNMP job (seed 000 SnmpJob).
+type JobUpserted struct {
+	ID                string   `json:"id"`
+	Name              string   `json:"name"`
+	BrandID           string   `json:"brand_id"`
+	Kind              string   `json:"kind"`
+	OIDIDs            []string `json:"oid_ids"`
+	IntervalSeconds   int      `json:"interval_seconds"`
+	MaxRetries        int      `json:"max_retries"`
+	RetryDelaySeconds int      `json:"retry_delay_seconds"`
+	TimeoutSeconds    int      `json:"timeout_seconds"`
+	Priority          int      `json:"priority"`
+	Enabled           bool     `json:"enabled"`
+}
+
+func (JobUpserted) EventType() string { return TypeJobUpserted }
+
+// JobDeleted removes a job.
+type JobDeleted struct {
+	ID string `json:"id"`
+}
+
+func (JobDeleted) EventType() string { return TypeJobDeleted }
+
+// JobOLTAssigned makes a job run on an OLT (seed 003 SnmpJobHost).
+type JobOLTAssigned struct {
+	JobID   string `json:"job_id"`
+	OLTID   string `json:"olt_id"`
+	Enabled bool   `json:"enabled"`
+}
+
+func (JobOLTAssigned) EventType() string { return TypeJobOLTAssigned }
+
+// JobOLTUnassigned stops a job on an OLT.
+type JobOLTUnassigned struct {
+	JobID string `json:"job_id"`
+	OLTID string `json:"olt_id"`
+}
+
+func (JobOLTUnassigned) EventType() string { return TypeJobOLTUnassigned }

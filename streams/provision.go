@@ -1,0 +1,168 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options sizes the streams for a deployment. Zero values take defaults.
+type Options struct {
+	// Replicas is the JetStream replica count (1 locally, 3 on a cluster).
+	Replicas int
+	// LeaseTTL is how long an OLT lease outlives a holder that stopped
+	// renewing it.
+	LeaseTTL time.Duration
+	// VarbindsMaxAge bounds the raw varbind stream (replay window).
+	VarbindsMaxAge time.Duration
+	// ScheduleMaxAge bounds the NodeDue stream.
+	ScheduleMaxAge time.Duration
+	// EventsMaxAge bounds the execution, ONU, audit and dead-letter streams.
+	EventsMaxAge time.Duration
+	// Storage is file (default) or memory.
+	Storage jetstream.StorageType
+	// PollerAckWait is how long a NodeDue may stay unacknowledged before
+	// redelivery; pollers send progress heartbeats while they work.
+	PollerAckWait time.Duration
+}
+
+// WithDefaults fills zero fields.
+func (o Options) WithDefaults() Options {
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.VarbindsMaxAge == 0 {
+		o.VarbindsMaxAge = 7 * 24 * time.Hour
+	}
+	if o.ScheduleMaxAge == 0 {
+		o.ScheduleMaxAge = 24 * time.Hour
+	}
+	if o.EventsMaxAge == 0 {
+		o.EventsMaxAge = 30 * 24 * time.Hour
+	}
+	if o.PollerAckWait == 0 {
+		o.PollerAckWait = 30 * time.Second
+	}
+	return o
+}
+
+// Validate checks the options after defaults.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Replicas < 1 || o.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("replicas %d: want 1..5", o.Replicas))
+	}
+	if o.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("lease ttl %s: want at least 1s", o.LeaseTTL))
+	}
+	if o.PollerAckWait < time.Second {
+		errs = append(errs, fmt.Errorf("poller ack wait %s: want at least 1s", o.PollerAckWait))
+	}
+	return errors.Join(errs...)
+}
+
+// StreamConfigs returns every stream Facho uses.
+func StreamConfigs(o Options) []jetstream.StreamConfig {
+	o = o.WithDefaults()
+	mk := func(name, subj, desc string, maxAge time.Duration) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name:        name,
+			Description: desc,
+			Subjects:    []string{subj},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     o.Storage,
+			Replicas:    o.Replicas,
+			MaxAge:      maxAge,
+			Duplicates:  2 * time.Minute,
+			Discard:     jetstream.DiscardOld,
+		}
+	}
+	return []jetstream.StreamConfig{
+		mk(StreamConfig, SubjectsConfig, "configuration events: brands, OIDs, OLTs, jobs, assignments (kept forever)", 0),
+		mk(StreamSchedule, SubjectsSchedule, "NodeDue: planner says a job is due on an OLT", o.ScheduleMaxAge),
+		mk(StreamExec, SubjectsExec, "execution lifecycle: started, succeeded, failed", o.EventsMaxAge),
+		mk(StreamVarbinds, SubjectsVarbinds, "raw varbind batches read from OLTs", o.VarbindsMaxAge),
+		mk(StreamONU, SubjectsONU, "ONU-change events for integrators", o.EventsMaxAge),
+		mk(StreamAudit, SubjectsAudit, "audit events: coordinator decisions", o.EventsMaxAge),
+		mk(StreamDLQ, SubjectsDLQ, "dead letters: messages a consumer could not process, with the reason", o.EventsMaxAge),
+	}
+}
+
+// ConsumerDef binds a durable consumer to its stream.
+type ConsumerDef struct {
+	Stream string
+	Config jetstream.ConsumerConfig
+}
+
+// ConsumerConfigs returns every durable consumer Facho uses.
+func ConsumerConfigs(o Options) []ConsumerDef {
+	o = o.WithDefaults()
+	mk := func(stream, name, filter, desc string, ackWait time.Duration, maxDeliver int) ConsumerDef {
+		return ConsumerDef{Stream: stream, Config: jetstream.ConsumerConfig{
+			Durable:       name,
+			Description:   desc,
+			FilterSubject: filter,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckWait:       ackWait,
+			MaxDeliver:    maxDeliver,
+			MaxAckPending: 1000,
+			Replicas:      o.Replicas,
+		}}
+	}
+	return []ConsumerDef{
+		// A NodeDue whose OLT is busy is NAKed with a delay until the lease
+		// frees: that is waiting, not failing, hence the high MaxDeliver.
+		mk(StreamSchedule, ConsumerPoller, SubjectsNodeDue, "pollers take due nodes", o.PollerAckWait, 1000),
+		mk(StreamConfig, ConsumerProjectorConfig, SubjectsConfig, "projector: configuration read model", 30*time.Second, 10),
+		mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", 30*time.Second, 10),
+		mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", 30*time.Second, 10),
+		mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data", 60*time.Second, 10),
+		mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", 30*time.Second, 10),
+		mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", 30*time.Second, 10),
+	}
+}
+
+// LeaseBucketConfig is the KV bucket of OLT leases: History 1 and the
+// bucket TTL as lease TTL, so a renewal by Update(revision) restarts the
+// clock (a per-key TTL would be dropped by Update).
+func LeaseBucketConfig(o Options) jetstream.KeyValueConfig {
+	o = o.WithDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      BucketLeases,
+		Description: "one lease per OLT: one heavy SNMP operation at a time",
+		History:     1,
+		TTL:         o.LeaseTTL,
+		Storage:     o.Storage,
+		Replicas:    o.Replicas,
+	}
+}
+
+// Provision creates or updates every stream, consumer and KV bucket. It is
+// idempotent and safe to run from every service at start-up.
+func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("provision streams: %w", err)
+	}
+	for _, sc := range StreamConfigs(o) {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("provision stream %s: %w", sc.Name, err)
+		}
+	}
+	for _, cd := range ConsumerConfigs(o) {
+		if _, err := js.CreateOrUpdateConsumer(ctx, cd.Stream, cd.Config); err != nil {
+			return fmt.Errorf("provision consumer %s/%s: %w", cd.Stream, cd.Config.Durable, err)
+		}
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, LeaseBucketConfig(o)); err != nil {
+		return fmt.Errorf("provision kv %s: %w", BucketLeases, err)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+// Package streams is Facho's public event contract: every JetStream stream,
+// consumer and KV bucket, every subject and the payload published on it.
+// Services import it instead of spelling subjects themselves, so the
+// catalogue (CATALOGUE.md, schemas/) and the code cannot drift apart.
+package streams
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Stream names.
+const (
+	StreamConfig   = "FACHO_CONFIG"
+	StreamSchedule = "FACHO_SCHEDULE"
+	StreamExec     = "FACHO_EXEC"
+	StreamVarbinds = "FACHO_VARBINDS"
+	StreamONU      = "FACHO_ONU"
+	StreamAudit    = "FACHO_AUDIT"
+	StreamDLQ      = "FACHO_DLQ"
+)
+
+// Subject filters, one per stream.
+const (
+	SubjectsConfig   = "facho.config.>"
+	SubjectsSchedule = "facho.schedule.>"
+	SubjectsExec     = "facho.exec.>"
+	SubjectsVarbinds = "facho.varbinds.>"
+	SubjectsONU      = "facho.onu.>"
+	SubjectsAudit    = "facho.audit.>"
+	SubjectsDLQ      = "facho.dlq.>"
+
+	SubjectsNodeDue = "facho.schedule.due.>"
+)
+
+// Durable consumer names.
+const (
+	ConsumerPoller            = "poller"
+	ConsumerProjectorConfig   = "projector-config"
+	ConsumerProjectorSchedule = "projector-schedule"
+	ConsumerProjectorExec     = "projector-exec"
+	ConsumerProjectorVarbinds = "projector-varbinds"
+	ConsumerAuditorExec       = "auditor-exec"
+	ConsumerAuditorAudit      = "auditor-audit"
+)
+
+// BucketLeases is the KV bucket holding one lease per OLT.
+const BucketLeases = "facho_leases"
+
+// tokenRE is what an id must look like to be used as one subject token.
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// ValidID reports whether id can be used as a subject token (brand, OLT,
+// job or OID id).
+func ValidID(id string) bool { return tokenRE.MatchString(id) }
+
+// Config subjects: one subject per entity, so the latest event on a subject
+// is that entity's current state.
+func SubjectBrand(id string) string { return "facho.config.brand." + id }
+func SubjectOLT(id string) string   { return "facho.config.olt." + id }
+func SubjectOID(id string) string   { return "facho.config.oid." + id }
+func SubjectJob(id string) string   { return "facho.config.job." + id }
+func SubjectAssignment(jobID, oltID string) string {
+	return "facho.config.assignment." + jobID + "." + oltID
+}
+
+// SubjectNodeDue is where the planner says a node (job on OLT) is due.
+func SubjectNodeDue(oltID string) string { return "facho.schedule.due." + oltID }
+
+// Execution lifecycle phases.
+const (
+	PhaseStarted   = "started"
+	PhaseSucceeded = "succeeded"
+	PhaseFailed    = "failed"
+)
+
+// SubjectExec is an execution lifecycle subject for one OLT.
+func SubjectExec(oltID, phase string) string { return "facho.exec." + oltID + "." + phase }
+
+// SubjectVarbinds carries raw varbind batches read from one OLT.
+func SubjectVarbinds(oltID string) string { return "facho.varbinds." + oltID }
+
+// ONU change kinds.
+const (
+	ONUDiscovered    = "discovered"
+	ONUStatusChanged = "status"
+	ONUUpdated       = "updated"
+)
+
+// SubjectONU carries ONU-change events for integrators.
+func SubjectONU(oltID, kind string) string { return "facho.onu." + oltID + "." + kind }
+
+// SubjectAudit carries audit events of one category (e.g. "planner").
+func SubjectAudit(category string) string { return "facho.audit." + category }
+
+// SubjectDLQ is the dead-letter subject of one consumer.
+func SubjectDLQ(consumer string) string { return "facho.dlq." + consumer }
+
+// MsgID builds a Nats-Msg-Id from parts that a retry recomputes identically.
+func MsgID(parts ...any) string {
+	s := ""
+	for i, p := range parts {
+		if i > 0 {
+			s += ":"
+		}
+		s += fmt.Sprint(p)
+	}
+	return s
+}

@@ -1,0 +1,242 @@
+package streams
+
+import (
+	"errors"
+	"time"
+)
+
+// Event types of the schedule, execution, varbind, ONU, audit and
+// dead-letter streams.
+const (
+	TypeNodeDue            = "node.due"
+	TypeExecutionStarted   = "execution.started"
+	TypeExecutionSucceeded = "execution.succeeded"
+	TypeExecutionFailed    = "execution.failed"
+	TypeVarbindBatch       = "varbind.batch"
+	TypeONUChanged         = "onu.changed"
+	TypeAudit              = "audit"
+	TypeDeadLetter         = "dead_letter"
+)
+
+// OIDSpec is one OID a node reads, with what it means and how to decode it.
+// NodeDue and every varbind batch carry the specs, so a batch can be decoded
+// on replay without the configuration of the day.
+type OIDSpec struct {
+	ID      string  `json:"id"`
+	OID     string  `json:"oid"`
+	Field   string  `json:"field"`
+	Decoder Decoder `json:"decoder"`
+}
+
+// Target is where and how to reach an OLT.
+type Target struct {
+	Host         string `json:"host"`
+	Port         int    `json:"port"`
+	CommunityEnc string `json:"community_enc"`
+}
+
+// NodeDue says a node (a job on an OLT) is due now.
+type NodeDue struct {
+	ExecutionID       string    `json:"execution_id"`
+	NodeID            string    `json:"node_id"`
+	JobID             string    `json:"job_id"`
+	JobName           string    `json:"job_name"`
+	OLTID             string    `json:"olt_id"`
+	BrandID           string    `json:"brand_id"`
+	IndexScheme       string    `json:"index_scheme"`
+	Kind              string    `json:"kind"`
+	Target            Target    `json:"target"`
+	OIDs              []OIDSpec `json:"oids"`
+	Priority          int       `json:"priority"`
+	IntervalSeconds   int       `json:"interval_seconds"`
+	TimeoutSeconds    int       `json:"timeout_seconds"`
+	MaxRetries        int       `json:"max_retries"`
+	RetryDelaySeconds int       `json:"retry_delay_seconds"`
+	ScheduledAt       time.Time `json:"scheduled_at"`
+	DelaySeconds      float64   `json:"delay_seconds"`
+}
+
+func (NodeDue) EventType() string { return TypeNodeDue }
+
+// Validate checks what a poller needs.
+func (n NodeDue) Validate() error {
+	switch {
+	case n.ExecutionID == "" || n.JobID == "" || n.OLTID == "":
+		return errors.New("execution_id, job_id and olt_id are required")
+	case n.Target.Host == "" || n.Target.Port <= 0:
+		return errors.New("target host and port are required")
+	case len(n.OIDs) == 0:
+		return errors.New("no oids")
+	}
+	return nil
+}
+
+// ExecutionStarted: a poller holds the OLT's lease and starts the SNMP work.
+type ExecutionStarted struct {
+	ExecutionID   string    `json:"execution_id"`
+	JobID         string    `json:"job_id"`
+	OLTID         string    `json:"olt_id"`
+	PollerID      string    `json:"poller_id"`
+	Attempt       int       `json:"attempt"`
+	LeaseRevision uint64    `json:"lease_revision"`
+	StartedAt     time.Time `json:"started_at"`
+}
+
+func (ExecutionStarted) EventType() string { return TypeExecutionStarted }
+
+// ExecutionSucceeded: the SNMP work ended and every batch was published.
+type ExecutionSucceeded struct {
+	ExecutionID   string    `json:"execution_id"`
+	JobID         string    `json:"job_id"`
+	OLTID         string    `json:"olt_id"`
+	PollerID      string    `json:"poller_id"`
+	Attempt       int       `json:"attempt"`
+	LeaseRevision uint64    `json:"lease_revision"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
+	DurationMS    int64     `json:"duration_ms"`
+	Varbinds      int       `json:"varbinds"`
+	Batches       int       `json:"batches"`
+}
+
+func (ExecutionSucceeded) EventType() string { return TypeExecutionSucceeded }
+
+// ExecutionFailed: the SNMP work failed; Retryable says whether another
+// attempt may follow.
+type ExecutionFailed struct {
+	ExecutionID   string    `json:"execution_id"`
+	JobID         string    `json:"job_id"`
+	OLTID         string    `json:"olt_id"`
+	PollerID      string    `json:"poller_id"`
+	Attempt       int       `json:"attempt"`
+	LeaseRevision uint64    `json:"lease_revision"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
+	DurationMS    int64     `json:"duration_ms"`
+	Error         string    `json:"error"`
+	Retryable     bool      `json:"retryable"`
+}
+
+func (ExecutionFailed) EventType() string { return TypeExecutionFailed }
+
+// Varbind is one raw SNMP variable binding. Value is decimal for numeric
+// types, lower-case hex for OctetString (binary-safe), dotted for
+// ObjectIdentifier and IpAddress, empty for Null and the exceptions.
+type Varbind struct {
+	OID   string `json:"oid"`
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+// Varbind types.
+const (
+	VTInteger        = "Integer"
+	VTOctetString    = "OctetString"
+	VTOID            = "ObjectIdentifier"
+	VTIPAddress      = "IpAddress"
+	VTCounter32      = "Counter32"
+	VTGauge32        = "Gauge32"
+	VTTimeTicks      = "TimeTicks"
+	VTCounter64      = "Counter64"
+	VTNull           = "Null"
+	VTNoSuchObject   = "NoSuchObject"
+	VTNoSuchInstance = "NoSuchInstance"
+	VTEndOfMibView   = "EndOfMibView"
+	VTOpaque         = "Opaque"
+)
+
+// VarbindBatch is one chunk of raw varbinds read in one execution.
+type VarbindBatch struct {
+	ExecutionID   string    `json:"execution_id"`
+	JobID         string    `json:"job_id"`
+	OLTID         string    `json:"olt_id"`
+	BrandID       string    `json:"brand_id"`
+	IndexScheme   string    `json:"index_scheme"`
+	LeaseRevision uint64    `json:"lease_revision"`
+	Batch         int       `json:"batch"`
+	Columns       []OIDSpec `json:"columns"`
+	CollectedAt   time.Time `json:"collected_at"`
+	Varbinds      []Varbind `json:"varbinds"`
+}
+
+func (VarbindBatch) EventType() string { return TypeVarbindBatch }
+
+// Validate checks what a projector needs.
+func (b VarbindBatch) Validate() error {
+	switch {
+	case b.ExecutionID == "" || b.OLTID == "":
+		return errors.New("execution_id and olt_id are required")
+	case len(b.Columns) == 0:
+		return errors.New("no columns")
+	}
+	return nil
+}
+
+// ONUState is what Facho knows of one ONU.
+type ONUState struct {
+	Serial      string   `json:"serial,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Status      string   `json:"status,omitempty"`
+	RxPowerDBm  *float64 `json:"rx_power_dbm,omitempty"`
+}
+
+// ONUChanged is published by the projector when an ONU appears or changes.
+type ONUChanged struct {
+	OLTID       string    `json:"olt_id"`
+	PonIndex    int64     `json:"pon_index"`
+	ONUID       int64     `json:"onu_id"`
+	Change      string    `json:"change"`
+	Previous    *ONUState `json:"previous,omitempty"`
+	Current     ONUState  `json:"current"`
+	ExecutionID string    `json:"execution_id"`
+	ObservedAt  time.Time `json:"observed_at"`
+}
+
+func (ONUChanged) EventType() string { return TypeONUChanged }
+
+// Audit event types (seed 002 CoordinatorLog.event_type).
+const (
+	AuditTaskAdded      = "TASK_ADDED"
+	AuditTaskRemoved    = "TASK_REMOVED"
+	AuditPlanAdjusted   = "PLAN_ADJUSTED"
+	AuditOLTDisabled    = "OLT_DISABLED"
+	AuditQuotaViolation = "QUOTA_VIOLATION"
+	AuditExecStarted    = "EXECUTION_STARTED"
+	AuditExecSucceeded  = "EXECUTION_SUCCEEDED"
+	AuditExecFailed     = "EXECUTION_FAILED"
+	AuditConfigChanged  = "CONFIG_CHANGED"
+	AuditNodeDue        = "NODE_DUE"
+)
+
+// Audit levels.
+const (
+	LevelDebug    = "DEBUG"
+	LevelInfo     = "INFO"
+	LevelWarning  = "WARNING"
+	LevelError    = "ERROR"
+	LevelCritical = "CRITICAL"
+)
+
+// AuditEvent is a decision or notable fact worth a coordinator log row.
+type AuditEvent struct {
+	OLTID   string         `json:"olt_id,omitempty"`
+	Kind    string         `json:"event_type"`
+	Level   string         `json:"level"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+func (AuditEvent) EventType() string { return TypeAudit }
+
+// DeadLetter records a message a consumer could not process, and why.
+type DeadLetter struct {
+	Consumer   string    `json:"consumer"`
+	Stream     string    `json:"stream"`
+	StreamSeq  uint64    `json:"stream_seq"`
+	Subject    string    `json:"subject"`
+	Reason     string    `json:"reason"`
+	Payload    []byte    `json:"payload"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+func (DeadLetter) EventType() string { return TypeDeadLetter }
