@@ -1,0 +1,39 @@
+package streams
+
+// EventSpec documents one event of the public contract.
+type EventSpec struct {
+	Type        string   `json:"type"`
+	Version     int      `json:"version"`
+	Subject     string   `json:"subject"`
+	Stream      string   `json:"stream"`
+	Publishers  []string `json:"publishers"`
+	Consumers   []string `json:"consumers"`
+	Description string   `json:"description"`
+	// Payload is a zero value of the payload type; its JSON Schema is
+	// generated from it into schemas/<type>.v<version>.json.
+	Payload Event `json:"-"`
+}
+
+// Catalogue lists every event Facho publishes. CATALOGUE.md and schemas/
+// are generated from it (go test ./... -run TestCatalogue -update).
+func Catalogue() []EventSpec {
+	cfg := []string{"planner (ordered replay)", "projector (" + ConsumerProjectorConfig + ")", "api (existence checks)"}
+	return []EventSpec{
+		{TypeBrandUpserted, 1, "facho.config.brand.<brand_id>", StreamConfig, []string{"api"}, cfg, "A brand (vendor) was created or changed.", BrandUpserted{}},
+		{TypeOIDUpserted, 1, "facho.config.oid.<oid_id>", StreamConfig, []string{"api"}, cfg, "An OID definition of a brand: what it means (field) and how to decode it.", OIDUpserted{}},
+		{TypeOLTUpserted, 1, "facho.config.olt.<olt_id>", StreamConfig, []string{"api"}, cfg, "An OLT was created or changed. The SNMP community is sealed (AES-256-GCM), never plaintext.", OLTUpserted{}},
+		{TypeOLTDeleted, 1, "facho.config.olt.<olt_id>", StreamConfig, []string{"api"}, cfg, "An OLT was deleted: it loses all pending work.", OLTDeleted{}},
+		{TypeJobUpserted, 1, "facho.config.job.<job_id>", StreamConfig, []string{"api"}, cfg, "An SNMP job was created or changed.", JobUpserted{}},
+		{TypeJobDeleted, 1, "facho.config.job.<job_id>", StreamConfig, []string{"api"}, cfg, "An SNMP job was deleted.", JobDeleted{}},
+		{TypeJobOLTAssigned, 1, "facho.config.assignment.<job_id>.<olt_id>", StreamConfig, []string{"api"}, cfg, "A job was assigned to an OLT (or its assignment enabled/disabled).", JobOLTAssigned{}},
+		{TypeJobOLTUnassigned, 1, "facho.config.assignment.<job_id>.<olt_id>", StreamConfig, []string{"api"}, cfg, "A job was removed from an OLT.", JobOLTUnassigned{}},
+		{TypeNodeDue, 1, "facho.schedule.due.<olt_id>", StreamSchedule, []string{"planner"}, []string{"poller (" + ConsumerPoller + ")", "projector (" + ConsumerProjectorSchedule + ")"}, "A node (job on an OLT) is due: the poller runs it under the OLT's lease. Carries everything the poller needs, including the sealed community.", NodeDue{}},
+		{TypeExecutionStarted, 1, "facho.exec.<olt_id>.started", StreamExec, []string{"poller"}, []string{"projector (" + ConsumerProjectorExec + ")", "auditor (" + ConsumerAuditorExec + ")"}, "A poller holds the OLT's lease and started the SNMP work. lease_revision is the fencing token.", ExecutionStarted{}},
+		{TypeExecutionSucceeded, 1, "facho.exec.<olt_id>.succeeded", StreamExec, []string{"poller"}, []string{"projector (" + ConsumerProjectorExec + ")", "auditor (" + ConsumerAuditorExec + ")"}, "The SNMP work ended and every varbind batch was published.", ExecutionSucceeded{}},
+		{TypeExecutionFailed, 1, "facho.exec.<olt_id>.failed", StreamExec, []string{"poller"}, []string{"projector (" + ConsumerProjectorExec + ")", "auditor (" + ConsumerAuditorExec + ")"}, "The SNMP work failed, with the error.", ExecutionFailed{}},
+		{TypeVarbindBatch, 1, "facho.varbinds.<olt_id>", StreamVarbinds, []string{"poller"}, []string{"projector (" + ConsumerProjectorVarbinds + ")", "replay tools"}, "A chunk of raw varbinds of one execution, self-describing (columns with decoders) so it can be decoded on replay. Nats-Msg-Id <execution_id>:<attempt>:<batch>.", VarbindBatch{}},
+		{TypeONUChanged, 1, "facho.onu.<olt_id>.<discovered|status|updated>", StreamONU, []string{"projector"}, []string{"integrators", "operators (live tail)"}, "An ONU appeared, changed status, or changed another field.", ONUChanged{}},
+		{TypeAudit, 1, "facho.audit.<category>", StreamAudit, []string{"planner", "poller", "api"}, []string{"auditor (" + ConsumerAuditorAudit + ")"}, "A coordinator decision or notable fact (TASK_ADDED, TASK_REMOVED, PLAN_ADJUSTED, OLT_DISABLED, ...).", AuditEvent{}},
+		{TypeDeadLetter, 1, "facho.dlq.<consumer>", StreamDLQ, []string{"every consumer"}, []string{"operators"}, "A message a consumer could not process, with the reason and the original payload.", DeadLetter{}},
+	}
+}

@@ -1,0 +1,143 @@
+package streams
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+var update = flag.Bool("update", false, "rewrite CATALOGUE.md and schemas/")
+
+func TestCatalogueUpToDate(t *testing.T) {
+	files := map[string][]byte{"CATALOGUE.md": RenderCatalogue()}
+	for _, s := range Catalogue() {
+		b, err := s.Schema()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Join("schemas", s.SchemaFile())] = b
+	}
+	if *update {
+		if err := os.MkdirAll("schemas", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range files {
+			if err := os.WriteFile(name, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, want := range files {
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatalf("%s: %v (run go test -run TestCatalogue -update)", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is out of date with catalogue.go (run go test -run TestCatalogue -update)", name)
+		}
+	}
+}
+
+func TestCatalogueCoversEveryType(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range Catalogue() {
+		if seen[s.Type] {
+			t.Errorf("type %s listed twice", s.Type)
+		}
+		seen[s.Type] = true
+		if s.Payload.EventType() != s.Type {
+			t.Errorf("spec %s has payload of type %s", s.Type, s.Payload.EventType())
+		}
+		if len(s.Publishers) == 0 || len(s.Consumers) == 0 {
+			t.Errorf("spec %s lacks publishers or consumers", s.Type)
+		}
+	}
+}
+
+// samples are realistic events; each must validate against its schema.
+func samples() []Event {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	rx := -21.5
+	none := int64(2147483647)
+	spec := OIDSpec{ID: "hw-rx", OID: "1.3.6.1.4.1.2011.6.128.1.1.2.51.1.4", Field: FieldRxPower, Decoder: Decoder{Kind: "scaled", Scale: 0.01, NoReading: &none}}
+	return []Event{
+		BrandUpserted{ID: "huawei", Name: "Huawei", IndexScheme: "pon.onu"},
+		OIDUpserted{ID: "hw-rx", BrandID: "huawei", Name: "ONT Rx", OID: spec.OID, Field: FieldRxPower, Decoder: spec.Decoder},
+		OLTUpserted{ID: "olt-1", Name: "OLT 1", IP: "192.0.2.1", Port: 161, BrandID: "huawei", CommunityEnc: "v1:abcd", Enabled: true},
+		OLTDeleted{ID: "olt-1"},
+		JobUpserted{ID: "disc", Name: "Discovery", BrandID: "huawei", Kind: KindDiscovery, OIDIDs: []string{"hw-rx"}, IntervalSeconds: 300, MaxRetries: 3, RetryDelaySeconds: 120, TimeoutSeconds: 300, Priority: 90, Enabled: true},
+		JobDeleted{ID: "disc"},
+		JobOLTAssigned{JobID: "disc", OLTID: "olt-1", Enabled: true},
+		JobOLTUnassigned{JobID: "disc", OLTID: "olt-1"},
+		NodeDue{ExecutionID: "e1", NodeID: "disc:olt-1", JobID: "disc", OLTID: "olt-1", Kind: KindDiscovery, Target: Target{Host: "192.0.2.1", Port: 161, CommunityEnc: "v1:abcd"}, OIDs: []OIDSpec{spec}, Priority: 90, ScheduledAt: now},
+		ExecutionStarted{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now},
+		ExecutionSucceeded{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, FinishedAt: now, Varbinds: 10, Batches: 1},
+		ExecutionFailed{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, StartedAt: now, FinishedAt: now, Error: "request timeout", Retryable: true},
+		VarbindBatch{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", IndexScheme: "pon.onu", Columns: []OIDSpec{spec}, CollectedAt: now, Varbinds: []Varbind{{OID: spec.OID + ".4194304000.1", Type: VTInteger, Value: "-2150"}}},
+		ONUChanged{OLTID: "olt-1", PonIndex: 4194304000, ONUID: 1, Change: ONUDiscovered, Current: ONUState{Serial: "HWTC1A2B3C4D", Status: "ONLINE", RxPowerDBm: &rx}, ExecutionID: "e1", ObservedAt: now},
+		AuditEvent{OLTID: "olt-1", Kind: AuditTaskAdded, Level: LevelInfo, Message: "task added", Details: map[string]any{"job_id": "disc"}},
+		DeadLetter{Consumer: "projector-varbinds", Stream: StreamVarbinds, StreamSeq: 3, Subject: "facho.varbinds.olt-1", Reason: "malformed event", Payload: []byte("garbage"), ReceivedAt: now},
+	}
+}
+
+func TestSamplesValidateAgainstSchemas(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	specs := map[string]EventSpec{}
+	for _, s := range Catalogue() {
+		b, err := s.Schema()
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddResource(s.SchemaFile(), doc); err != nil {
+			t.Fatal(err)
+		}
+		specs[s.Type] = s
+	}
+	got := map[string]bool{}
+	for _, ev := range samples() {
+		s, ok := specs[ev.EventType()]
+		if !ok {
+			t.Fatalf("sample %s not in catalogue", ev.EventType())
+		}
+		got[s.Type] = true
+		sch, err := c.Compile(s.SchemaFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Encode("test", time.Now(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Errorf("%s does not validate: %v", s.Type, err)
+		}
+		// The schema must reject an envelope of another type.
+		var env map[string]any
+		_ = json.Unmarshal(b, &env)
+		env["type"] = "something.else"
+		bad, _ := json.Marshal(env)
+		inst, _ = jsonschema.UnmarshalJSON(bytes.NewReader(bad))
+		if err := sch.Validate(inst); err == nil {
+			t.Errorf("%s schema accepted a wrong type", s.Type)
+		}
+	}
+	for typ := range specs {
+		if !got[typ] {
+			t.Errorf("no sample for %s", typ)
+		}
+	}
+}
