@@ -116,14 +116,25 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 			Replicas:      o.Replicas,
 		}}
 	}
+	// Projections skip sequences at or below their checkpoint, so they
+	// must see a consumer's messages strictly in stream order: one message
+	// pending at a time (a NAKed or crashed message holds back the next,
+	// across replicas too), and no MaxDeliver, which would drop a message
+	// the database could not take yet and let later ones overtake it.
+	// Poison messages leave through the dead-letter subject instead.
+	ordered := func(d ConsumerDef) ConsumerDef {
+		d.Config.MaxAckPending = 1
+		d.Config.MaxDeliver = -1
+		return d
+	}
 	return []ConsumerDef{
 		// A NodeDue whose OLT is busy is NAKed with a delay until the lease
 		// frees: that is waiting, not failing, hence the high MaxDeliver.
 		mk(StreamSchedule, ConsumerPoller, SubjectsNodeDue, "pollers take due nodes", o.PollerAckWait, 1000),
-		mk(StreamConfig, ConsumerProjectorConfig, SubjectsConfig, "projector: configuration read model", 30*time.Second, 10),
-		mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", 30*time.Second, 10),
-		mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", 30*time.Second, 10),
-		mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data", 60*time.Second, 10),
+		ordered(mk(StreamConfig, ConsumerProjectorConfig, SubjectsConfig, "projector: configuration read model", 30*time.Second, 10)),
+		ordered(mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", 30*time.Second, 10)),
+		ordered(mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", 30*time.Second, 10)),
+		ordered(mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data", 60*time.Second, 10)),
 		mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", 30*time.Second, 10),
 		mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", 30*time.Second, 10),
 	}

@@ -16,6 +16,9 @@ type entry struct {
 	val value
 	dyn int
 	enc []byte // SEQUENCE{oid, value}; nil when dyn != dynNone
+	// getEnc, when set, is what GET answers instead of enc (a recording
+	// with a duplicate OID).
+	getEnc []byte
 }
 
 // mibView is an immutable, sorted set of entries served by one agent.

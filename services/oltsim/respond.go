@@ -52,7 +52,11 @@ func respond(r *request, m *mibView, out []byte, maxBytes int, uptime uint32) ([
 	case pduGet:
 		for i, q := range r.oids {
 			if idx, ok := m.find(q); ok {
-				b = appendEntry(b, &m.entries[idx], uptime)
+				if e := &m.entries[idx]; e.getEnc != nil {
+					b = append(b, e.getEnc...)
+				} else {
+					b = appendEntry(b, e, uptime)
+				}
 			} else {
 				b = appendRawVarbind(b, r.rawOIDs[i], m.missTag(q))
 			}

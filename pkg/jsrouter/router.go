@@ -1,0 +1,241 @@
+package jsrouter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/deadletter"
+	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/streams"
+)
+
+// Msg is what a Handler sees of one stream message.
+type Msg struct {
+	Stream       string
+	Consumer     string
+	Subject      string
+	Seq          uint64 // stream sequence
+	NumDelivered uint64
+	Data         []byte
+	Header       nats.Header
+	// Raw is the JetStream message, for what the router does not cover
+	// (e.g. InProgress on very long work). Do not Ack or Nak it: the
+	// router does.
+	Raw jetstream.Msg
+}
+
+// Handler handles one message. Return nil to ack it; an error wrapping
+// streams.ErrMalformed to dead-letter it (facho.dlq.<consumer>, with the
+// error as reason) and carry on; any other error is transient: retried in
+// place, then Nacked with a delay.
+type Handler func(ctx context.Context, m Msg) error
+
+// Config of a Router. Zero values take defaults.
+type Config struct {
+	// Source names the service in dead-letter envelopes.
+	Source string
+	SubscriberConfig
+	// MaxRetries is how many times a transient error is retried in place
+	// before the message is Nacked; default 3.
+	MaxRetries int
+	// RetryInitial and RetryMax bound the in-place retry backoff; default
+	// 100ms and 2s.
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+	// CloseTimeout bounds how long shutdown waits for handlers; default 15s.
+	CloseTimeout time.Duration
+	Log          zerolog.Logger
+	// Registry receives the router's metrics; nil: not registered.
+	Registry prometheus.Registerer
+}
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	c.SubscriberConfig = c.SubscriberConfig.WithDefaults()
+	if c.MaxRetries == 0 {
+		c.MaxRetries = 3
+	}
+	if c.RetryInitial == 0 {
+		c.RetryInitial = 100 * time.Millisecond
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = 2 * time.Second
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = 15 * time.Second
+	}
+	return c
+}
+
+// Router runs Handlers on durable consumers.
+type Router struct {
+	js      jetstream.JetStream
+	cfg     Config
+	router  *message.Router
+	sub     *Subscriber
+	metrics *metrics
+}
+
+// New builds a router; add handlers with Handle, then Run.
+func New(js jetstream.JetStream, cfg Config) (*Router, error) {
+	cfg = cfg.WithDefaults()
+	if cfg.Source == "" {
+		return nil, errors.New("jsrouter: source is required")
+	}
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	wr, err := message.NewRouter(message.RouterConfig{CloseTimeout: cfg.CloseTimeout}, logAdapter{cfg.Log})
+	if err != nil {
+		return nil, fmt.Errorf("jsrouter: new router: %w", err)
+	}
+	r := &Router{js: js, cfg: cfg, router: wr, sub: NewSubscriber(js, cfg.SubscriberConfig, cfg.Log), metrics: m}
+	// First added runs outermost: count the outcome, retry transient
+	// errors, dead-letter malformed messages and panics (which a retry
+	// cannot fix), recover panics.
+	wr.AddMiddleware(
+		r.countOutcome,
+		middleware.Retry{
+			MaxRetries:      cfg.MaxRetries,
+			InitialInterval: cfg.RetryInitial,
+			MaxInterval:     cfg.RetryMax,
+			Multiplier:      2,
+			Logger:          logAdapter{cfg.Log},
+		}.Middleware,
+		r.deadLetter,
+		middleware.Recoverer,
+	)
+	return r, nil
+}
+
+// Handle runs h on the durable consumer durable of stream, which
+// streams.Provision must have created.
+func (r *Router) Handle(stream, durable string, h Handler) {
+	r.router.AddConsumerHandler(durable, Topic(stream, durable), r.sub, func(wm *message.Message) error {
+		m, err := fromMessage(wm)
+		if err != nil {
+			return fmt.Errorf("%w: %v", streams.ErrMalformed, err)
+		}
+		return h(wm.Context(), m)
+	})
+}
+
+// Run handles messages until ctx ends, then waits for the handlers in
+// flight (up to CloseTimeout) and returns nil.
+func (r *Router) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- r.router.Run(ctx) }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			return fmt.Errorf("jsrouter: %w", err)
+		}
+		if ctx.Err() == nil {
+			return errors.New("jsrouter: every handler stopped")
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	if err := r.router.Close(); err != nil {
+		return fmt.Errorf("jsrouter: close: %w", err)
+	}
+	if err := <-errc; err != nil {
+		return fmt.Errorf("jsrouter: %w", err)
+	}
+	return r.sub.Close()
+}
+
+// Running is closed once every handler is subscribed.
+func (r *Router) Running() <-chan struct{} { return r.router.Running() }
+
+func fromMessage(wm *message.Message) (Msg, error) {
+	jm, ok := Raw(wm.Context())
+	if !ok {
+		return Msg{}, errors.New("no jetstream message in context")
+	}
+	seq, err := strconv.ParseUint(wm.Metadata.Get(MetaStreamSeq), 10, 64)
+	if err != nil {
+		return Msg{}, fmt.Errorf("stream seq: %w", err)
+	}
+	nd, _ := strconv.ParseUint(wm.Metadata.Get(MetaNumDelivered), 10, 64)
+	return Msg{
+		Stream:       wm.Metadata.Get(MetaStream),
+		Consumer:     wm.Metadata.Get(MetaConsumer),
+		Subject:      wm.Metadata.Get(MetaSubject),
+		Seq:          seq,
+		NumDelivered: nd,
+		Data:         wm.Payload,
+		Header:       jm.Headers(),
+		Raw:          jm,
+	}, nil
+}
+
+// deadLetter sends malformed messages and panics to facho.dlq.<consumer>
+// and reports success, so the message is terminated and the consumer
+// carries on.
+func (r *Router) deadLetter(h message.HandlerFunc) message.HandlerFunc {
+	return func(wm *message.Message) ([]*message.Message, error) {
+		out, err := h(wm)
+		if err == nil {
+			return out, nil
+		}
+		reason := ""
+		var panicErr middleware.RecoveredPanicError
+		switch {
+		case errors.Is(err, streams.ErrMalformed):
+			reason = err.Error()
+		case errors.As(err, &panicErr):
+			reason = fmt.Sprintf("handler panicked: %v", panicErr.V)
+		default:
+			return out, err
+		}
+		jm, ok := Raw(wm.Context())
+		if !ok {
+			return nil, fmt.Errorf("dead letter: no jetstream message: %w", err)
+		}
+		consumer := wm.Metadata.Get(MetaConsumer)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(wm.Context()), 10*time.Second)
+		defer cancel()
+		if dlErr := deadletter.Publish(ctx, r.js, consumer, r.cfg.Source, jm, reason); dlErr != nil {
+			return nil, fmt.Errorf("dead letter after %v: %w", err, dlErr)
+		}
+		r.cfg.Log.Warn().Str(telemetry.KeyConsumer, consumer).Str(telemetry.KeyStreamSeq, wm.Metadata.Get(MetaStreamSeq)).
+			Str(telemetry.KeySubject, wm.Metadata.Get(MetaSubject)).Str("reason", reason).Msg("message dead-lettered")
+		r.metrics.deadLettered.WithLabelValues(consumer).Inc()
+		wm.Metadata.Set(metaDeadLettered, "true")
+		return nil, nil
+	}
+}
+
+const metaDeadLettered = "dead_lettered"
+
+func (r *Router) countOutcome(h message.HandlerFunc) message.HandlerFunc {
+	return func(wm *message.Message) ([]*message.Message, error) {
+		start := time.Now()
+		out, err := h(wm)
+		consumer := wm.Metadata.Get(MetaConsumer)
+		outcome := "acked"
+		switch {
+		case err != nil:
+			outcome = "nacked"
+			r.cfg.Log.Warn().Err(err).Str(telemetry.KeyConsumer, consumer).Str(telemetry.KeyStreamSeq, wm.Metadata.Get(MetaStreamSeq)).
+				Dur("nack_delay", r.cfg.NackDelay).Msg("handler failed; message will be redelivered")
+		case wm.Metadata.Get(metaDeadLettered) != "":
+			outcome = "dead_lettered"
+		}
+		r.metrics.handled.WithLabelValues(consumer, outcome).Inc()
+		r.metrics.duration.WithLabelValues(consumer).Observe(time.Since(start).Seconds())
+		return out, err
+	}
+}

@@ -1,0 +1,209 @@
+package jsrouter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/pkg/jstest"
+	"github.com/facho-olt/facho/streams"
+)
+
+// recorder collects what a handler saw.
+type recorder struct {
+	mu    sync.Mutex
+	seqs  []uint64
+	tries map[uint64]int
+}
+
+func (r *recorder) add(seq uint64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tries == nil {
+		r.tries = map[uint64]int{}
+	}
+	r.tries[seq]++
+	return r.tries[seq]
+}
+
+func (r *recorder) done(seq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seqs = append(r.seqs, seq)
+}
+
+func (r *recorder) handled() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]uint64(nil), r.seqs...)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func startRouter(t *testing.T, js jetstream.JetStream, stream, durable string, h jsrouter.Handler) {
+	t.Helper()
+	r, err := jsrouter.New(js, jsrouter.Config{
+		Source:           "test",
+		SubscriberConfig: jsrouter.SubscriberConfig{NackDelay: 50 * time.Millisecond, FetchWait: 200 * time.Millisecond},
+		MaxRetries:       2,
+		RetryInitial:     time.Millisecond,
+		RetryMax:         5 * time.Millisecond,
+		Log:              zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Handle(stream, durable, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-r.Running():
+	case err := <-errc:
+		t.Fatalf("router stopped at start: %v", err)
+	}
+}
+
+func publish(t *testing.T, js jetstream.JetStream, subject string, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := js.Publish(context.Background(), subject, fmt.Appendf(nil, "m%d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestInOrderAndAcked(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 25)
+	var rec recorder
+	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+		if want := fmt.Sprintf("m%d", m.Seq); string(m.Data) != want || m.Subject != streams.SubjectVarbinds("olt-1") || m.Stream != streams.StreamVarbinds {
+			return fmt.Errorf("%w: got %q on %s", streams.ErrMalformed, m.Data, m.Subject)
+		}
+		rec.done(m.Seq)
+		return nil
+	})
+	eventually(t, "25 messages", func() bool { return len(rec.handled()) == 25 })
+	for i, s := range rec.handled() {
+		if s != uint64(i+1) {
+			t.Fatalf("handled order %v", rec.handled())
+		}
+	}
+	cons, err := env.JS.Consumer(context.Background(), streams.StreamVarbinds, streams.ConsumerProjectorVarbinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "ack floor 25", func() bool {
+		info, err := cons.Info(context.Background())
+		return err == nil && info.AckFloor.Stream == 25 && info.NumAckPending == 0
+	})
+}
+
+func TestTransientErrorIsRetriedNotLost(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 3)
+	var rec recorder
+	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+		// Seq 2 fails 5 times: more than the in-place retries (2), so it
+		// is Nacked and comes back from the server.
+		if m.Seq == 2 && rec.add(m.Seq) <= 5 {
+			return errors.New("database down")
+		}
+		rec.done(m.Seq)
+		return nil
+	})
+	eventually(t, "3 messages", func() bool { return len(rec.handled()) == 3 })
+	got := map[uint64]bool{}
+	for _, s := range rec.handled() {
+		got[s] = true
+	}
+	if !got[1] || !got[2] || !got[3] {
+		t.Fatalf("handled %v", rec.handled())
+	}
+}
+
+func TestMalformedAndPanicGoToDeadLetter(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 4)
+	var rec recorder
+	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+		switch m.Seq {
+		case 2:
+			return fmt.Errorf("decode batch: %w: bad json", streams.ErrMalformed)
+		case 3:
+			panic("nil map")
+		}
+		rec.done(m.Seq)
+		return nil
+	})
+	eventually(t, "messages 1 and 4", func() bool { return len(rec.handled()) == 2 })
+
+	ctx := context.Background()
+	dlq, err := env.JS.Stream(ctx, streams.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "2 dead letters", func() bool {
+		info, err := dlq.Info(ctx)
+		return err == nil && info.State.Msgs == 2
+	})
+	want := map[uint64]string{2: "bad json", 3: "handler panicked: nil map"}
+	for seq := uint64(1); seq <= 2; seq++ {
+		raw, err := dlq.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw.Subject != streams.SubjectDLQ(streams.ConsumerProjectorVarbinds) {
+			t.Errorf("dead letter subject %s", raw.Subject)
+		}
+		_, dl, err := streams.Decode[streams.DeadLetter](raw.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frag, ok := want[dl.StreamSeq]
+		if !ok || dl.Stream != streams.StreamVarbinds || dl.Consumer != streams.ConsumerProjectorVarbinds {
+			t.Fatalf("unexpected dead letter %+v", dl)
+		}
+		if !contains(dl.Reason, frag) {
+			t.Errorf("dead letter of seq %d: reason %q lacks %q", dl.StreamSeq, dl.Reason, frag)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestSubscribeNeedsProvisionedConsumer(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	sub := jsrouter.NewSubscriber(env.JS, jsrouter.SubscriberConfig{}, zerolog.Nop())
+	defer sub.Close()
+	if _, err := sub.Subscribe(context.Background(), jsrouter.Topic(streams.StreamVarbinds, "nobody")); err == nil {
+		t.Fatal("subscribed to a consumer that does not exist")
+	}
+	if _, err := sub.Subscribe(context.Background(), "no-slash"); err == nil {
+		t.Fatal("accepted a bad topic")
+	}
+}

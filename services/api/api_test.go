@@ -1,0 +1,349 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/jstest"
+	"github.com/facho-olt/facho/pkg/pgtest"
+	"github.com/facho-olt/facho/pkg/secret"
+	"github.com/facho-olt/facho/services/api"
+	"github.com/facho-olt/facho/streams"
+)
+
+const token = "test-token-0123456789"
+
+type fixture struct {
+	t   *testing.T
+	srv *httptest.Server
+	js  jetstream.JetStream
+	db  *pgxpool.Pool
+	box *secret.Box
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	db := pgtest.New(t)
+	k, _ := secret.NewKey()
+	key, _ := secret.ParseKey(k)
+	box, err := secret.NewBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.NewHandler(context.Background(), api.Config{Tokens: []string{token}},
+		api.Deps{JS: env.JS, DB: db, Box: box, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, srv: srv, js: env.JS, db: db, box: box}
+}
+
+// do sends a request with the token and decodes the JSON answer.
+func (f *fixture) do(method, path, body string) (int, map[string]any, string) {
+	f.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, f.srv.URL+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return resp.StatusCode, out, string(raw)
+}
+
+func (f *fixture) must(method, path, body string, want int) map[string]any {
+	f.t.Helper()
+	code, out, raw := f.do(method, path, body)
+	if code != want {
+		f.t.Fatalf("%s %s = %d %s, want %d", method, path, code, raw, want)
+	}
+	return out
+}
+
+// last reads the latest event on a config subject.
+func (f *fixture) last(subject string) streams.Envelope {
+	f.t.Helper()
+	s, err := f.js.Stream(context.Background(), streams.StreamConfig)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	msg, err := s.GetLastMsgForSubject(context.Background(), subject)
+	if err != nil {
+		f.t.Fatalf("no event on %s: %v", subject, err)
+	}
+	env, err := streams.DecodeEnvelope(msg.Data)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if msg.Header.Get("Nats-Msg-Id") == "" {
+		f.t.Errorf("event on %s has no Nats-Msg-Id", subject)
+	}
+	return env
+}
+
+func decode[T streams.Event](t *testing.T, env streams.Envelope) T {
+	t.Helper()
+	var v T
+	if env.Type != v.EventType() {
+		t.Fatalf("event type %s, want %s", env.Type, v.EventType())
+	}
+	if err := streams.DecodeData(env, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+const (
+	brandBody = `{"id":"huawei","name":"Huawei","index_scheme":"pon.onu"}`
+	oidBody   = `{"id":"hw-serial","brand_id":"huawei","name":"serial","oid":"1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3","field":"serial","decoder":{"kind":"hex_serial"}}`
+	oltBody   = `{"id":"olt-a","name":"OLT A","ip":"10.0.0.1","community":"s3cr3t-community","brand_id":"huawei"}`
+	jobBody   = `{"id":"get-serial","name":"GET serial","brand_id":"huawei","kind":"get","oid_ids":["hw-serial"],"interval_seconds":300}`
+)
+
+func (f *fixture) seed() {
+	f.must("POST", "/api/v1/brands", brandBody, http.StatusCreated)
+	f.must("POST", "/api/v1/oids", oidBody, http.StatusCreated)
+	f.must("POST", "/api/v1/olts", oltBody, http.StatusCreated)
+	f.must("POST", "/api/v1/jobs", jobBody, http.StatusCreated)
+}
+
+func TestConfigEndpointsPublishEvents(t *testing.T) {
+	f := setup(t)
+
+	out := f.must("POST", "/api/v1/brands", brandBody, http.StatusCreated)
+	if out["id"] != "huawei" {
+		t.Errorf("brand response %v", out)
+	}
+	if b := decode[streams.BrandUpserted](t, f.last(streams.SubjectBrand("huawei"))); b.Name != "Huawei" || b.IndexScheme != "pon.onu" {
+		t.Errorf("brand event %+v", b)
+	}
+
+	f.must("POST", "/api/v1/oids", oidBody, http.StatusCreated)
+	if o := decode[streams.OIDUpserted](t, f.last(streams.SubjectOID("hw-serial"))); o.BrandID != "huawei" || o.Field != "serial" || o.Decoder.Kind != "hex_serial" {
+		t.Errorf("oid event %+v", o)
+	}
+
+	_, out, raw := f.do("POST", "/api/v1/olts", oltBody)
+	if strings.Contains(raw, "s3cr3t") || out["port"] != float64(161) || out["enabled"] != true {
+		t.Errorf("OLT response leaks the community or lacks defaults: %s", raw)
+	}
+	env := f.last(streams.SubjectOLT("olt-a"))
+	if strings.Contains(string(env.Data), "s3cr3t") {
+		t.Fatalf("OLT event carries the plaintext community: %s", env.Data)
+	}
+	olt := decode[streams.OLTUpserted](t, env)
+	if got, err := f.box.Open(olt.CommunityEnc); err != nil || got != "s3cr3t-community" {
+		t.Errorf("sealed community opens to %q, %v", got, err)
+	}
+	if olt.IP != "10.0.0.1" || olt.Port != 161 || !olt.Enabled || olt.BrandID != "huawei" {
+		t.Errorf("OLT event %+v", olt)
+	}
+
+	f.must("POST", "/api/v1/jobs", jobBody, http.StatusCreated)
+	job := decode[streams.JobUpserted](t, f.last(streams.SubjectJob("get-serial")))
+	if job.Priority != 40 || job.MaxRetries != 3 || job.RetryDelaySeconds != 120 || !job.Enabled || job.IntervalSeconds != 300 || len(job.OIDIDs) != 1 {
+		t.Errorf("job event (defaults) %+v", job)
+	}
+	// A discovery job defaults to priority 90; an id is generated when absent.
+	out = f.must("POST", "/api/v1/jobs", `{"name":"disc","brand_id":"huawei","kind":"discovery","oid_ids":["hw-serial"],"interval_seconds":3600}`, http.StatusCreated)
+	genID, _ := out["id"].(string)
+	if !streams.ValidID(genID) {
+		t.Fatalf("generated id %q", genID)
+	}
+	if d := decode[streams.JobUpserted](t, f.last(streams.SubjectJob(genID))); d.Priority != 90 {
+		t.Errorf("discovery priority %d", d.Priority)
+	}
+
+	f.must("POST", "/api/v1/jobs/get-serial/olts", `{"olt_id":"olt-a"}`, http.StatusCreated)
+	if a := decode[streams.JobOLTAssigned](t, f.last(streams.SubjectAssignment("get-serial", "olt-a"))); !a.Enabled {
+		t.Errorf("assignment %+v", a)
+	}
+	f.must("DELETE", "/api/v1/jobs/get-serial/olts/olt-a", "", http.StatusAccepted)
+	decode[streams.JobOLTUnassigned](t, f.last(streams.SubjectAssignment("get-serial", "olt-a")))
+	f.must("DELETE", "/api/v1/jobs/get-serial/olts/olt-a", "", http.StatusNotFound)
+
+	// PUT without a community keeps the sealed one.
+	f.must("PUT", "/api/v1/olts/olt-a", `{"name":"OLT A","ip":"2001:db8::1","port":1161,"brand_id":"huawei","enabled":false}`, http.StatusAccepted)
+	upd := decode[streams.OLTUpserted](t, f.last(streams.SubjectOLT("olt-a")))
+	if upd.CommunityEnc != olt.CommunityEnc || upd.IP != "2001:db8::1" || upd.Port != 1161 || upd.Enabled {
+		t.Errorf("updated OLT %+v", upd)
+	}
+	f.must("PUT", "/api/v1/jobs/get-serial", strings.Replace(jobBody, "300", "600", 1), http.StatusAccepted)
+	if j := decode[streams.JobUpserted](t, f.last(streams.SubjectJob("get-serial"))); j.IntervalSeconds != 600 {
+		t.Errorf("updated job %+v", j)
+	}
+
+	f.must("DELETE", "/api/v1/olts/olt-a", "", http.StatusAccepted)
+	decode[streams.OLTDeleted](t, f.last(streams.SubjectOLT("olt-a")))
+	f.must("PUT", "/api/v1/olts/olt-a", oltBody, http.StatusNotFound)
+	f.must("DELETE", "/api/v1/jobs/get-serial", "", http.StatusAccepted)
+	decode[streams.JobDeleted](t, f.last(streams.SubjectJob("get-serial")))
+	f.must("PUT", "/api/v1/jobs/nope", jobBody, http.StatusNotFound)
+}
+
+func TestBadInputNamesTheField(t *testing.T) {
+	f := setup(t)
+	f.seed()
+	olt := func(kv string) string { return `{"name":"x","ip":"10.0.0.1","community":"c","brand_id":"huawei",` + kv + `}` }
+	job := func(kv string) string {
+		return `{"name":"j","brand_id":"huawei","kind":"get","oid_ids":["hw-serial"],"interval_seconds":60,` + kv + `}`
+	}
+	oid := func(kv string) string { return `{"brand_id":"huawei","name":"n","field":"serial","decoder":{"kind":"string"},` + kv + `}` }
+	for _, tc := range []struct {
+		name, method, path, body, field string
+	}{
+		{"bad IP", "POST", "/api/v1/olts", `{"name":"x","ip":"10.0.0.300","community":"c","brand_id":"huawei"}`, "ip"},
+		{"hostname is not an IP", "POST", "/api/v1/olts", `{"name":"x","ip":"olt.example","community":"c","brand_id":"huawei"}`, "ip"},
+		{"port 0", "POST", "/api/v1/olts", olt(`"port":0`), "port"},
+		{"port 70000", "POST", "/api/v1/olts", olt(`"port":70000`), "port"},
+		{"port not a number", "POST", "/api/v1/olts", olt(`"port":"161"`), "port"},
+		{"unknown brand", "POST", "/api/v1/olts", `{"name":"x","ip":"10.0.0.1","community":"c","brand_id":"nokia"}`, "brand_id"},
+		{"missing community", "POST", "/api/v1/olts", `{"name":"x","ip":"10.0.0.1","brand_id":"huawei"}`, "community"},
+		{"missing name", "POST", "/api/v1/olts", `{"ip":"10.0.0.1","community":"c","brand_id":"huawei"}`, "name"},
+		{"bad id", "POST", "/api/v1/olts", olt(`"id":"a.b"`), "id"},
+		{"unknown field", "POST", "/api/v1/olts", olt(`"colour":"red"`), "colour"},
+		{"malformed JSON", "POST", "/api/v1/olts", `{"name":`, ""},
+		{"two objects", "POST", "/api/v1/brands", brandBody + brandBody, ""},
+		{"bad OID letters", "POST", "/api/v1/oids", oid(`"oid":"1.3.6.x"`), "oid"},
+		{"bad OID empty arc", "POST", "/api/v1/oids", oid(`"oid":"1.3..6"`), "oid"},
+		{"bad OID first arc", "POST", "/api/v1/oids", oid(`"oid":"3.1"`), "oid"},
+		{"bad OID one arc", "POST", "/api/v1/oids", oid(`"oid":"1"`), "oid"},
+		{"bad field", "POST", "/api/v1/oids", `{"brand_id":"huawei","name":"n","oid":"1.3.6","field":"color","decoder":{"kind":"string"}}`, "field"},
+		{"bad decoder", "POST", "/api/v1/oids", `{"brand_id":"huawei","name":"n","oid":"1.3.6","field":"serial","decoder":{"kind":"rot13"}}`, "decoder"},
+		{"OID of unknown brand", "POST", "/api/v1/oids", `{"brand_id":"zte","name":"n","oid":"1.3.6","field":"serial","decoder":{"kind":"string"}}`, "brand_id"},
+		{"bad index scheme", "POST", "/api/v1/brands", `{"name":"x","index_scheme":"flat"}`, "index_scheme"},
+		{"interval too short", "POST", "/api/v1/jobs", `{"name":"j","brand_id":"huawei","kind":"get","oid_ids":["hw-serial"],"interval_seconds":5}`, "interval_seconds"},
+		{"bad kind", "POST", "/api/v1/jobs", `{"name":"j","brand_id":"huawei","kind":"set","oid_ids":["hw-serial"],"interval_seconds":60}`, "kind"},
+		{"job of unknown brand", "POST", "/api/v1/jobs", `{"name":"j","brand_id":"zte","kind":"get","oid_ids":["hw-serial"],"interval_seconds":60}`, "brand_id"},
+		{"unknown OID", "POST", "/api/v1/jobs", `{"name":"j","brand_id":"huawei","kind":"get","oid_ids":["nope"],"interval_seconds":60}`, "oid_ids"},
+		{"no OIDs", "POST", "/api/v1/jobs", `{"name":"j","brand_id":"huawei","kind":"get","oid_ids":[],"interval_seconds":60}`, "oid_ids"},
+		{"negative retries", "POST", "/api/v1/jobs", job(`"max_retries":-1`), "max_retries"},
+		{"priority 101", "POST", "/api/v1/jobs", job(`"priority":101`), "priority"},
+		{"unknown OLT in assignment", "POST", "/api/v1/jobs/get-serial/olts", `{"olt_id":"olt-z"}`, "olt_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, raw := f.do(tc.method, tc.path, tc.body)
+			if code != http.StatusBadRequest {
+				t.Fatalf("status %d %s, want 400", code, raw)
+			}
+			field, ok := out["field"].(string)
+			if !ok || field != tc.field {
+				t.Errorf("field = %q (%s), want %q", field, raw, tc.field)
+			}
+			if msg, _ := out["error"].(string); msg == "" {
+				t.Errorf("no error message: %s", raw)
+			}
+		})
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	f := setup(t)
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789", "Basic " + token, "Bearer "} {
+		req, _ := http.NewRequest("POST", f.srv.URL+"/api/v1/brands", bytes.NewBufferString(brandBody))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || out["error"] == nil {
+			t.Errorf("auth %q: %d %v, want 401 JSON", auth, resp.StatusCode, out)
+		}
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		resp, err := http.Get(f.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s = %d without a token, want 200", path, resp.StatusCode)
+		}
+	}
+}
+
+func TestReadEndpoints(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	if _, err := f.db.Exec(ctx, `INSERT INTO olts (id, name, ip, port, brand_id, enabled, updated_at, deleted) VALUES
+		('olt-a', 'A', '10.0.0.1', 161, 'huawei', true, $1, false),
+		('olt-x', 'X', '10.0.0.9', 161, 'huawei', true, $1, true)`, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(ctx, `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen) VALUES
+		('olt-a', 4194304256, 2, 'HWTC00000002', 'two', 'OFFLINE', NULL, $1, $1),
+		('olt-a', 4194304256, 1, 'HWTC00000001', 'one', 'ONLINE', -18.5, $1, $1),
+		('olt-a', 4194304512, 0, 'HWTC00000003', 'three', 'ONLINE', -21.25, $1, $1),
+		('olt-b', 1, 1, 'ZTEG00000001', 'other', 'ONLINE', -20, $1, $1)`, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, scheduled_at) VALUES
+		('e1', 'j', 'olt-a', 'SUCCESS', $1), ('e2', 'j', 'olt-a', 'PENDING', $2), ('e3', 'j', 'olt-b', 'FAILED', $2)`, now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	out := f.must("GET", "/api/v1/olts", "", http.StatusOK)
+	if out["count"] != float64(1) {
+		t.Errorf("olts %v", out)
+	}
+
+	out = f.must("GET", "/api/v1/olts/olt-a/onus", "", http.StatusOK)
+	onus, _ := out["onus"].([]any)
+	if out["olt_id"] != "olt-a" || out["count"] != float64(3) || len(onus) != 3 {
+		t.Fatalf("onus %v", out)
+	}
+	first := onus[0].(map[string]any)
+	if first["onu_id"] != float64(1) || first["serial"] != "HWTC00000001" || first["rx_power_dbm"] != -18.5 || first["status"] != "ONLINE" || first["first_seen"] == nil {
+		t.Errorf("first onu %v", first)
+	}
+	if second := onus[1].(map[string]any); second["rx_power_dbm"] != nil || second["onu_id"] != float64(2) {
+		t.Errorf("second onu %v", second)
+	}
+
+	out = f.must("GET", "/api/v1/olts/olt-a/onus?status=online&limit=1&offset=1", "", http.StatusOK)
+	onus, _ = out["onus"].([]any)
+	if out["count"] != float64(1) || out["total"] != float64(2) || onus[0].(map[string]any)["serial"] != "HWTC00000003" {
+		t.Errorf("filtered onus %v", out)
+	}
+	if code, out, _ := f.do("GET", "/api/v1/olts/olt-a/onus?limit=-1", ""); code != 400 || out["field"] != "limit" {
+		t.Errorf("bad limit: %d %v", code, out)
+	}
+
+	out = f.must("GET", "/api/v1/executions?olt_id=olt-a", "", http.StatusOK)
+	execs, _ := out["executions"].([]any)
+	if len(execs) != 2 || execs[0].(map[string]any)["id"] != "e2" {
+		t.Errorf("executions %v", out)
+	}
+}

@@ -1,0 +1,63 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config of the API. Zero fields take the defaults of WithDefaults.
+type Config struct {
+	// Addr is where the API listens.
+	Addr string
+	// Tokens are the accepted bearer tokens (Authorization: Bearer <token>).
+	Tokens []string
+	// PublishTimeout bounds one publish or lookup on JetStream.
+	PublishTimeout time.Duration
+	// QueryTimeout bounds one read-model query.
+	QueryTimeout time.Duration
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+	// Source names the API in event envelopes.
+	Source string
+}
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = 5 * time.Second
+	}
+	if c.QueryTimeout == 0 {
+		c.QueryTimeout = 10 * time.Second
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.Source == "" {
+		c.Source = "api"
+	}
+	return c
+}
+
+// Validate checks the config after defaults.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Tokens) == 0 {
+		errs = append(errs, errors.New("at least one API token is required"))
+	}
+	for i, t := range c.Tokens {
+		if len(t) < 16 {
+			errs = append(errs, fmt.Errorf("token %d: shorter than 16 characters", i+1)) // never echo a token
+		}
+	}
+	if c.PublishTimeout <= 0 || c.QueryTimeout <= 0 {
+		errs = append(errs, errors.New("timeouts must be positive"))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max body %d bytes: want at least 1024", c.MaxBodyBytes))
+	}
+	return errors.Join(errs...)
+}

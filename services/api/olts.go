@@ -1,0 +1,149 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+type oltRequest struct {
+	ID          string  `json:"id"`
+	Name        string  `json:"name"`
+	IP          string  `json:"ip"`
+	Port        *int    `json:"port"`
+	Community   *string `json:"community"`
+	BrandID     string  `json:"brand_id"`
+	Enabled     *bool   `json:"enabled"`
+	Description string  `json:"description"`
+}
+
+// oltView is an OLT as the API shows it: never with its community.
+type oltView struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	IP          string `json:"ip"`
+	Port        int    `json:"port"`
+	BrandID     string `json:"brand_id"`
+	Enabled     bool   `json:"enabled"`
+	Description string `json:"description"`
+}
+
+func viewOLT(o streams.OLTUpserted) oltView {
+	return oltView{ID: o.ID, Name: o.Name, IP: o.IP, Port: o.Port, BrandID: o.BrandID, Enabled: o.Enabled, Description: o.Description}
+}
+
+// oltEvent validates req into an OLT event. The community is sealed here,
+// before anything else sees it; on an update without one, the sealed
+// community of prev is kept (clients never get it back to resend it).
+func (s *server) oltEvent(r *http.Request, id string, req oltRequest, prev *streams.OLTUpserted) (streams.OLTUpserted, *apiError) {
+	ev := streams.OLTUpserted{ID: id, Name: strings.TrimSpace(req.Name), IP: req.IP, Port: 161, BrandID: req.BrandID, Enabled: true, Description: req.Description}
+	if err := checkName("name", req.Name); err != nil {
+		return ev, err
+	}
+	if !validIP(req.IP) {
+		return ev, badField("ip", "ip must be an IPv4 or IPv6 address")
+	}
+	if req.Port != nil {
+		if *req.Port < 1 || *req.Port > 65535 {
+			return ev, badField("port", "port must be 1..65535")
+		}
+		ev.Port = *req.Port
+	}
+	switch {
+	case req.Community != nil:
+		c := *req.Community
+		if c == "" || len(c) > 255 || strings.ContainsAny(c, "\x00\r\n") {
+			return ev, badField("community", "community must be 1..255 bytes without control characters")
+		}
+		sealed, err := s.deps.Box.Seal(c)
+		if err != nil {
+			return ev, &apiError{Status: http.StatusInternalServerError, Msg: "seal community"}
+		}
+		ev.CommunityEnc = sealed
+	case prev != nil:
+		ev.CommunityEnc = prev.CommunityEnc
+	default:
+		return ev, badField("community", "community is required")
+	}
+	if err := s.checkBrand(r, req.BrandID); err != nil {
+		return ev, err
+	}
+	if req.Enabled != nil {
+		ev.Enabled = *req.Enabled
+	}
+	return ev, nil
+}
+
+func (s *server) createOLT(w http.ResponseWriter, r *http.Request) *apiError {
+	var req oltRequest
+	if err := decodeStrict(r, s.cfg.MaxBodyBytes, &req); err != nil {
+		return err
+	}
+	if req.ID == "" {
+		req.ID = newID()
+	} else if err := checkID("id", req.ID); err != nil {
+		return err
+	}
+	ev, err := s.oltEvent(r, req.ID, req, nil)
+	if err != nil {
+		return err
+	}
+	if err := s.publish(r, streams.SubjectOLT(ev.ID), ev); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/olts/"+ev.ID)
+	writeJSON(w, http.StatusCreated, viewOLT(ev))
+	return nil
+}
+
+// existingOLT reads the path id of an OLT that must exist.
+func (s *server) existingOLT(r *http.Request) (string, *streams.OLTUpserted, *apiError) {
+	id := r.PathValue("id")
+	if !streams.ValidID(id) {
+		return id, nil, notFound("no OLT %q", id)
+	}
+	prev, err := current[streams.OLTUpserted](r.Context(), s, streams.SubjectOLT(id))
+	if err != nil {
+		return id, nil, err
+	}
+	if prev == nil {
+		return id, nil, notFound("no OLT %q", id)
+	}
+	return id, prev, nil
+}
+
+func (s *server) updateOLT(w http.ResponseWriter, r *http.Request) *apiError {
+	id, prev, err := s.existingOLT(r)
+	if err != nil {
+		return err
+	}
+	var req oltRequest
+	if err := decodeStrict(r, s.cfg.MaxBodyBytes, &req); err != nil {
+		return err
+	}
+	if req.ID != "" && req.ID != id {
+		return badField("id", "id in the body differs from the path")
+	}
+	ev, err := s.oltEvent(r, id, req, prev)
+	if err != nil {
+		return err
+	}
+	if err := s.publish(r, streams.SubjectOLT(id), ev); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, viewOLT(ev))
+	return nil
+}
+
+func (s *server) deleteOLT(w http.ResponseWriter, r *http.Request) *apiError {
+	id, _, err := s.existingOLT(r)
+	if err != nil {
+		return err
+	}
+	if err := s.publish(r, streams.SubjectOLT(id), streams.OLTDeleted{ID: id}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "deleted": true})
+	return nil
+}

@@ -1,0 +1,85 @@
+package auditor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config of the auditor. Zero fields take the defaults of WithDefaults.
+type Config struct {
+	// LogFile is the rotating coordinator log file (seed 002:
+	// logs/coordinator/main.log); "-" disables the file.
+	LogFile string
+	// LogMaxSizeMB and LogMaxBackups size the rotation (seed 002: 10 MB, 5).
+	LogMaxSizeMB  int
+	LogMaxBackups int
+	// Retention is how long coordinator_logs rows are kept (seed 002: 7 days).
+	Retention time.Duration
+	// CleanupInterval is how often old rows are deleted (seed 002: daily).
+	CleanupInterval time.Duration
+	// FetchBatch and FetchWait shape the pull loop.
+	FetchBatch int
+	FetchWait  time.Duration
+	// NakDelay is how long a message waits before redelivery after a
+	// transient failure (database down).
+	NakDelay time.Duration
+	// Source names the auditor in dead-letter envelopes.
+	Source string
+}
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.LogFile == "" {
+		c.LogFile = "logs/coordinator/main.log"
+	}
+	if c.LogMaxSizeMB == 0 {
+		c.LogMaxSizeMB = 10
+	}
+	if c.LogMaxBackups == 0 {
+		c.LogMaxBackups = 5
+	}
+	if c.Retention == 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.CleanupInterval == 0 {
+		c.CleanupInterval = 24 * time.Hour
+	}
+	if c.FetchBatch == 0 {
+		c.FetchBatch = 100
+	}
+	if c.FetchWait == 0 {
+		c.FetchWait = time.Second
+	}
+	if c.NakDelay == 0 {
+		c.NakDelay = 5 * time.Second
+	}
+	if c.Source == "" {
+		c.Source = "auditor"
+	}
+	return c
+}
+
+// Validate checks the config after defaults.
+func (c Config) Validate() error {
+	var errs []error
+	if c.LogMaxSizeMB < 1 || c.LogMaxBackups < 0 {
+		errs = append(errs, fmt.Errorf("log rotation %d MB x %d backups: want >= 1 MB and >= 0 backups", c.LogMaxSizeMB, c.LogMaxBackups))
+	}
+	if c.Retention < time.Hour {
+		errs = append(errs, fmt.Errorf("retention %s: want at least 1h", c.Retention))
+	}
+	if c.CleanupInterval < time.Second {
+		errs = append(errs, fmt.Errorf("cleanup interval %s: want at least 1s", c.CleanupInterval))
+	}
+	if c.FetchBatch < 1 || c.FetchBatch > 1000 {
+		errs = append(errs, fmt.Errorf("fetch batch %d: want 1..1000", c.FetchBatch))
+	}
+	if c.FetchWait < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("fetch wait %s: want at least 10ms", c.FetchWait))
+	}
+	if c.NakDelay <= 0 {
+		errs = append(errs, errors.New("nak delay must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,152 @@
+package auditor
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// Entry is one coordinator log entry (seed 002 CoordinatorLog).
+type Entry struct {
+	OLTID        string // "" = global
+	EventType    string
+	Level        string
+	Message      string
+	Details      map[string]any
+	Timestamp    time.Time
+	SourceStream string
+	SourceSeq    uint64
+}
+
+// errSkip marks an event the auditor does not log (a type it does not know).
+type errSkip struct{ typ string }
+
+func (e errSkip) Error() string { return "no coordinator log for event type " + e.typ }
+
+// fromExec turns an execution lifecycle event into an entry.
+func fromExec(env streams.Envelope) (Entry, error) {
+	e := Entry{Timestamp: env.Time}
+	switch env.Type {
+	case streams.TypeExecutionStarted:
+		var ev streams.ExecutionStarted
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return e, err
+		}
+		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecStarted, streams.LevelInfo
+		e.Message = fmt.Sprintf("execution %s of job %s started (attempt %d, poller %s)", ev.ExecutionID, ev.JobID, ev.Attempt, ev.PollerID)
+		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"attempt": ev.Attempt, "lease_revision": ev.LeaseRevision, "started_at": ev.StartedAt}
+	case streams.TypeExecutionSucceeded:
+		var ev streams.ExecutionSucceeded
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return e, err
+		}
+		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecSucceeded, streams.LevelInfo
+		e.Message = fmt.Sprintf("execution %s of job %s succeeded in %d ms (%d varbinds)", ev.ExecutionID, ev.JobID, ev.DurationMS, ev.Varbinds)
+		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"attempt": ev.Attempt, "duration_ms": ev.DurationMS, "varbinds": ev.Varbinds, "batches": ev.Batches,
+			"started_at": ev.StartedAt, "finished_at": ev.FinishedAt}
+	case streams.TypeExecutionFailed:
+		var ev streams.ExecutionFailed
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return e, err
+		}
+		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecFailed, streams.LevelError
+		if ev.Retryable {
+			e.Level = streams.LevelWarning // another attempt follows
+		}
+		e.Message = fmt.Sprintf("execution %s of job %s failed (attempt %d): %s", ev.ExecutionID, ev.JobID, ev.Attempt, ev.Error)
+		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"attempt": ev.Attempt, "duration_ms": ev.DurationMS, "error": ev.Error, "retryable": ev.Retryable,
+			"started_at": ev.StartedAt, "finished_at": ev.FinishedAt}
+	default:
+		return e, errSkip{env.Type}
+	}
+	return e, nil
+}
+
+var levels = map[string]bool{streams.LevelDebug: true, streams.LevelInfo: true, streams.LevelWarning: true, streams.LevelError: true, streams.LevelCritical: true}
+
+// fromAudit turns an audit event into an entry.
+func fromAudit(env streams.Envelope) (Entry, error) {
+	e := Entry{Timestamp: env.Time}
+	if env.Type != streams.TypeAudit {
+		return e, errSkip{env.Type}
+	}
+	var ev streams.AuditEvent
+	if err := streams.DecodeData(env, &ev); err != nil {
+		return e, err
+	}
+	if ev.Kind == "" {
+		return e, fmt.Errorf("%w: audit event without event_type", streams.ErrMalformed)
+	}
+	e.OLTID, e.EventType, e.Level, e.Message, e.Details = ev.OLTID, ev.Kind, strings.ToUpper(ev.Level), ev.Message, ev.Details
+	if !levels[e.Level] {
+		e.Level = streams.LevelInfo
+	}
+	return e, nil
+}
+
+// secretKey matches detail keys whose values must never be logged.
+var secretKey = regexp.MustCompile(`(?i)community|password|passwd|secret|token|credential`)
+
+// controlChars are stripped so a message cannot forge log lines.
+var controlChars = regexp.MustCompile(`[\x00-\x08\x0b-\x1f\x7f]`)
+
+const redacted = "[REDACTED]"
+
+// sanitize redacts secrets from details (at any depth), strips control
+// characters and bounds the message length.
+func sanitize(e Entry) Entry {
+	e.Message = sanitizeString(e.Message)
+	e.Details = sanitizeMap(e.Details)
+	e.EventType = sanitizeString(e.EventType)
+	if len(e.EventType) > 64 {
+		e.EventType = e.EventType[:64]
+	}
+	return e
+}
+
+func sanitizeString(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = controlChars.ReplaceAllString(s, "")
+	if len(s) > 4000 {
+		s = s[:4000] + "..."
+	}
+	return s
+}
+
+func sanitizeMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if secretKey.MatchString(k) {
+			out[k] = redacted
+			continue
+		}
+		out[k] = sanitizeValue(v)
+	}
+	return out
+}
+
+func sanitizeValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return sanitizeMap(x)
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = sanitizeValue(x[i])
+		}
+		return out
+	case string:
+		return sanitizeString(x)
+	default:
+		return v
+	}
+}

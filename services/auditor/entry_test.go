@@ -1,0 +1,87 @@
+package auditor
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+func envelope(t *testing.T, ev streams.Event) streams.Envelope {
+	t.Helper()
+	b, err := streams.Encode("test", time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := streams.DecodeEnvelope(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func TestEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ev        streams.Event
+		from      func(streams.Envelope) (Entry, error)
+		wantType  string
+		wantLevel string
+		wantOLT   string
+		wantErr   error
+	}{
+		{"started", streams.ExecutionStarted{ExecutionID: "e", OLTID: "o"}, fromExec, streams.AuditExecStarted, streams.LevelInfo, "o", nil},
+		{"succeeded", streams.ExecutionSucceeded{ExecutionID: "e", OLTID: "o"}, fromExec, streams.AuditExecSucceeded, streams.LevelInfo, "o", nil},
+		{"failed for good", streams.ExecutionFailed{ExecutionID: "e", OLTID: "o", Error: "timeout"}, fromExec, streams.AuditExecFailed, streams.LevelError, "o", nil},
+		{"failed, will retry", streams.ExecutionFailed{ExecutionID: "e", OLTID: "o", Retryable: true}, fromExec, streams.AuditExecFailed, streams.LevelWarning, "o", nil},
+		{"audit", streams.AuditEvent{Kind: streams.AuditOLTDisabled, Level: "critical", OLTID: "o"}, fromAudit, streams.AuditOLTDisabled, streams.LevelCritical, "o", nil},
+		{"audit with unknown level is INFO", streams.AuditEvent{Kind: streams.AuditTaskAdded, Level: "loud"}, fromAudit, streams.AuditTaskAdded, streams.LevelInfo, "", nil},
+		{"audit without type is malformed", streams.AuditEvent{Level: "INFO"}, fromAudit, "", "", "", streams.ErrMalformed},
+		{"other type on the exec stream is skipped", streams.AuditEvent{Kind: "X"}, fromExec, "", "", "", errSkip{streams.TypeAudit}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := tc.from(envelope(t, tc.ev))
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) && err != tc.wantErr {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.EventType != tc.wantType || e.Level != tc.wantLevel || e.OLTID != tc.wantOLT || e.Timestamp.IsZero() {
+				t.Errorf("entry %+v", e)
+			}
+		})
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	e := sanitize(Entry{
+		Message: "line one\nline two\x1b[31m",
+		Details: map[string]any{
+			"community": "public", "SNMP_Community": "x", "password": "p", "api_token": "t",
+			"nested": map[string]any{"community_enc": "v1:abc", "ok": "fine\r\n"},
+			"list":   []any{map[string]any{"secret": "s"}},
+			"count":  3,
+		},
+	})
+	if strings.ContainsAny(e.Message, "\n\x1b") {
+		t.Errorf("message %q keeps control characters", e.Message)
+	}
+	for _, k := range []string{"community", "SNMP_Community", "password", "api_token"} {
+		if e.Details[k] != redacted {
+			t.Errorf("%s = %v, want redacted", k, e.Details[k])
+		}
+	}
+	nested := e.Details["nested"].(map[string]any)
+	if nested["community_enc"] != redacted || nested["ok"] != "fine " {
+		t.Errorf("nested %v", nested)
+	}
+	if e.Details["list"].([]any)[0].(map[string]any)["secret"] != redacted || e.Details["count"] != 3 {
+		t.Errorf("details %v", e.Details)
+	}
+}

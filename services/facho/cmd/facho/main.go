@@ -1,0 +1,241 @@
+// Command facho is Facho's operator CLI:
+//
+//	facho dev                 run the whole system locally (one command)
+//	facho keygen              print a new FACHO_SECRET_KEY
+//	facho streams provision   create or update streams, consumers and KV buckets
+//	facho streams catalogue   print the event catalogue (streams/CATALOGUE.md)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/secret"
+	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/services/facho/devstack"
+	"github.com/facho-olt/facho/services/oltsim"
+	"github.com/facho-olt/facho/services/planner"
+	"github.com/facho-olt/facho/streams"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "facho:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: facho <command> [flags]
+
+commands:
+  dev                  run the whole system locally: embedded NATS, Postgres, simulator, all services
+  keygen               print a new FACHO_SECRET_KEY (base64 of 32 random bytes)
+  streams provision    create or update every stream, consumer and KV bucket (idempotent)
+  streams catalogue    print the event catalogue
+`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command")
+	}
+	switch args[0] {
+	case "dev":
+		return runDev(ctx, args[1:], getenv, stdout, stderr)
+	case "keygen":
+		k, err := secret.NewKey()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, k)
+		return nil
+	case "streams":
+		if len(args) < 2 {
+			return errors.New("streams: want provision or catalogue")
+		}
+		switch args[1] {
+		case "catalogue":
+			_, err := stdout.Write(streams.RenderCatalogue())
+			return err
+		case "provision":
+			return runProvision(ctx, args[2:], getenv, stdout)
+		}
+		return fmt.Errorf("streams: unknown command %q", args[1])
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func envOr(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func runProvision(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("streams provision", flag.ContinueOnError)
+	url := fs.String("nats", envOr(getenv, "FACHO_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL (FACHO_NATS_URL)")
+	replicas := fs.Int("replicas", atoi(getenv("FACHO_STREAM_REPLICAS"), 1), "stream replicas (FACHO_STREAM_REPLICAS)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	nc, err := nats.Connect(*url, nats.Name("facho-cli"))
+	if err != nil {
+		return fmt.Errorf("connect %s: %w", *url, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := streams.Provision(ctx, js, streams.Options{Replicas: *replicas}); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "streams, consumers and KV buckets provisioned")
+	return nil
+}
+
+func atoi(s string, def int) int {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	return def
+}
+
+// DefaultDevToken is the dev command's API token when FACHO_API_TOKEN is
+// unset. Local use only; production services refuse to start without
+// tokens of their own.
+const DefaultDevToken = "facho-dev-token-change-me"
+
+func parseShape(s string) (oltsim.Shape, error) {
+	parts := strings.Split(s, "x")
+	if len(parts) != 3 {
+		return oltsim.Shape{}, fmt.Errorf("shape %q: want SLOTSxPORTSxONUS, e.g. 1x2x16", s)
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 1 {
+			return oltsim.Shape{}, fmt.Errorf("shape %q: %q is not a positive number", s, p)
+		}
+		n[i] = v
+	}
+	return oltsim.Shape{Slots: n[0], PortsPerSlot: n[1], ONUsPerPort: n[2]}, nil
+}
+
+func runDev(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data", ".facho", "data folder (git-ignored): NATS storage, private Postgres, secret key, logs")
+	apiAddr := fs.String("api", envOr(getenv, "FACHO_API_ADDR", "127.0.0.1:8080"), "API listen address")
+	natsPort := fs.Int("nats-port", 14222, "embedded NATS client port (not 4222: never collides with a system nats-server)")
+	metricsPort := fs.Int("metrics-port", 9101, "first port of the services' /metrics and /healthz (planner, pollers, projector, auditor)")
+	olts := fs.Int("olts", 3, "simulated Huawei OLTs")
+	shapeText := fs.String("shape", "1x2x16", "simulated OLT shape: SLOTSxPORTSxONUS")
+	simPort := fs.Int("sim-port", 16101, "UDP port of the first simulated OLT (one port each, on 127.0.0.1)")
+	simControl := fs.String("sim-control", "127.0.0.1:8161", "simulator control endpoint (faults, record)")
+	interval := fs.Int("interval", 60, "discovery interval of the demo job, seconds")
+	firstRun := fs.Duration("first-run", 3*time.Second, "delay before a newly planned node first runs (production default 60s)")
+	pollers := fs.Int("pollers", 2, "poller instances")
+	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	shape, err := parseShape(*shapeText)
+	if err != nil {
+		return err
+	}
+	token := envOr(getenv, "FACHO_API_TOKEN", DefaultDevToken)
+	community := envOr(getenv, "FACHO_DEMO_COMMUNITY", "public")
+	log := telemetry.NewLogger(stderr, "facho-dev", zerolog.InfoLevel)
+
+	cfg := devstack.Config{
+		DataDir:        *dataDir,
+		NATSPort:       *natsPort,
+		DatabaseURL:    getenv("DATABASE_URL"),
+		APIAddr:        *apiAddr,
+		MetricsPort:    *metricsPort,
+		SimControlAddr: *simControl,
+		APIToken:       token,
+		SecretKey:      getenv(secret.EnvKey),
+		Pollers:        *pollers,
+		Planner:        planner.Config{FirstRunDelay: *firstRun},
+	}
+	for i := 0; i < *olts; i++ {
+		cfg.Fleet.OLTs = append(cfg.Fleet.OLTs, oltsim.OLTConfig{
+			Name: fmt.Sprintf("olt-%d", i+1), Listen: fmt.Sprintf("127.0.0.1:%d", *simPort+i),
+			Community: community, Profile: "huawei-ma5800", Shape: shape, Seed: int64(i + 1),
+		})
+	}
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if *checkConfig {
+		fmt.Fprintln(stdout, "configuration ok")
+		return nil
+	}
+
+	stack, err := devstack.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	client := &devstack.Client{BaseURL: stack.APIURL, Token: token}
+	ids, err := devstack.ConfigureHuawei(ctx, client, stack.Fleet.OLTs(), devstack.DemoOptions{Community: community, IntervalSeconds: *interval})
+	if err != nil {
+		_ = stack.Stop()
+		return fmt.Errorf("configure demo: %w", err)
+	}
+	fmt.Fprintf(stdout, `
+Facho is running.
+  API            %s   (token: %s)
+  NATS           nats://127.0.0.1:%d (embedded JetStream)
+  Postgres       %s
+  metrics        %v
+  simulator      %d Huawei MA5800 OLTs (%s) on 127.0.0.1:%d..%d, control http://%s
+  demo OLTs      %s, discovery every %ds, first run in %s
+
+List the ONUs of a demo OLT (they appear within a few seconds):
+  curl -s -H 'Authorization: Bearer %s' %s/api/v1/olts/olt-1/onus
+
+Ctrl-C stops everything.
+`, stack.APIURL, token, *natsPort, redactURL(stack.DBURL), stack.Metrics, *olts, *shapeText, *simPort, *simPort+*olts-1, *simControl,
+		strings.Join(ids, ", "), *interval, *firstRun, token, stack.APIURL)
+	err = stack.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// redactURL hides a password in a database URL before printing it.
+func redactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 {
+		return u
+	}
+	creds := u[scheme+3 : at]
+	if i := strings.Index(creds, ":"); i >= 0 {
+		return u[:scheme+3] + creds[:i] + ":xxxxx" + u[at:]
+	}
+	return u
+}

@@ -1,0 +1,413 @@
+// Package devstack runs the whole of Facho in one process: an embedded
+// JetStream, Postgres (DATABASE_URL or a private cluster), migrations, the
+// OLT simulator and every service. The one-command local run and the
+// end-to-end tests both stand on it.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/facho-olt/facho/pkg/dbmigrate"
+	"github.com/facho-olt/facho/pkg/natsembed"
+	"github.com/facho-olt/facho/pkg/pgboot"
+	"github.com/facho-olt/facho/pkg/secret"
+	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/services/api"
+	"github.com/facho-olt/facho/services/auditor"
+	"github.com/facho-olt/facho/services/oltsim"
+	"github.com/facho-olt/facho/services/planner"
+	"github.com/facho-olt/facho/services/poller"
+	"github.com/facho-olt/facho/services/projector"
+	"github.com/facho-olt/facho/streams"
+)
+
+// Config of the whole local system.
+type Config struct {
+	// DataDir holds NATS storage, the private Postgres cluster, the secret
+	// key and the coordinator log file (git-ignored .facho/ in the repo).
+	DataDir string
+	// NATSPort of the embedded server (-1: any free port). Default 14222,
+	// so it never collides with a system nats-server on 4222.
+	NATSPort int
+	// DatabaseURL of an existing Postgres; empty or unreachable starts a
+	// private cluster in DataDir/pg on PGPort.
+	DatabaseURL string
+	PGPort      int
+	// APIAddr of the API (default 127.0.0.1:8080); MetricsAddr is the
+	// host:port base of the other services' /metrics and /healthz: planner,
+	// poller, projector, auditor on consecutive ports (port 0: any free).
+	APIAddr     string
+	MetricsHost string
+	MetricsPort int
+	// SimControlAddr serves the simulator's control endpoint ("" = off).
+	SimControlAddr string
+	// APIToken is the bearer token the API accepts.
+	APIToken string
+	// SecretKey is the base64 key sealing communities; empty = read or
+	// create DataDir/secret.key.
+	SecretKey string
+	// Pollers is how many poller instances run (each its own lease holder).
+	Pollers int
+	// Streams sizes the streams (lease TTL, ack wait).
+	Streams   streams.Options
+	Planner   planner.Config
+	Poller    poller.Config
+	Projector projector.Config
+	Auditor   auditor.Config
+	// Fleet is the simulated OLTs (none: no simulator).
+	Fleet oltsim.FleetConfig
+}
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.DataDir == "" {
+		c.DataDir = ".facho"
+	}
+	if c.NATSPort == 0 {
+		c.NATSPort = natsembed.DefaultPort
+	}
+	if c.PGPort == 0 {
+		c.PGPort = 15432
+	}
+	if c.APIAddr == "" {
+		c.APIAddr = "127.0.0.1:8080"
+	}
+	if c.MetricsHost == "" {
+		c.MetricsHost = "127.0.0.1"
+	}
+	if c.Pollers == 0 {
+		c.Pollers = 2
+	}
+	if c.Auditor.LogFile == "" {
+		c.Auditor.LogFile = filepath.Join(c.DataDir, "logs", "coordinator", "main.log")
+	}
+	return c
+}
+
+// Validate checks the config after defaults.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.APIToken) < 16 {
+		errs = append(errs, errors.New("api token: at least 16 characters"))
+	}
+	if c.Pollers < 1 {
+		errs = append(errs, fmt.Errorf("pollers %d: want at least 1", c.Pollers))
+	}
+	if err := c.Streams.WithDefaults().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Stack is a running system.
+type Stack struct {
+	cfg      Config
+	log      zerolog.Logger
+	nats     *natsembed.Server
+	NC       *nats.Conn
+	JS       jetstream.JetStream
+	DB       *pgxpool.Pool
+	DBURL    string
+	Fleet    *oltsim.Fleet
+	Box      *secret.Box
+	APIURL   string
+	Metrics  map[string]string // service -> base URL of /metrics and /healthz
+	pgStop   func() error
+	cancel   context.CancelFunc
+	group    *errgroup.Group
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start brings everything up and returns once the API answers. Services run
+// until ctx ends or Stop is called.
+func Start(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Stack, err error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("devstack config: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	s := &Stack{cfg: cfg, log: log, Metrics: map[string]string{}}
+	defer func() {
+		if err != nil {
+			s.cleanup()
+		}
+	}()
+
+	if s.Box, err = openBox(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.startNATS(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startPostgres(ctx); err != nil {
+		return nil, err
+	}
+	if len(cfg.Fleet.OLTs) > 0 {
+		if s.Fleet, err = oltsim.Start(ctx, cfg.Fleet, log.With().Str(telemetry.KeyService, "oltsim").Logger()); err != nil {
+			return nil, fmt.Errorf("start simulator: %w", err)
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	s.group, runCtx = errgroup.WithContext(runCtx)
+	if err := s.startServices(runCtx); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, s.APIURL+"/healthz", 30*time.Second); err != nil {
+		return nil, fmt.Errorf("api not up: %w", err)
+	}
+	return s, nil
+}
+
+func openBox(cfg Config) (*secret.Box, error) {
+	keyText := cfg.SecretKey
+	if keyText == "" {
+		path := filepath.Join(cfg.DataDir, "secret.key")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			keyText = string(b)
+		case errors.Is(err, os.ErrNotExist):
+			if keyText, err = secret.NewKey(); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(path, []byte(keyText+"\n"), 0o600); err != nil {
+				return nil, fmt.Errorf("write secret key: %w", err)
+			}
+		default:
+			return nil, fmt.Errorf("read secret key: %w", err)
+		}
+	}
+	key, err := secret.ParseKey(keyText)
+	if err != nil {
+		return nil, err
+	}
+	return secret.NewBox(key)
+}
+
+func (s *Stack) startNATS(ctx context.Context) error {
+	srv, err := natsembed.Start(natsembed.Config{Port: s.cfg.NATSPort, StoreDir: filepath.Join(s.cfg.DataDir, "nats")})
+	if err != nil {
+		return err
+	}
+	s.nats = srv
+	if s.NC, err = nats.Connect(srv.URL(), nats.Name("facho-devstack")); err != nil {
+		return fmt.Errorf("connect nats: %w", err)
+	}
+	if s.JS, err = jetstream.New(s.NC); err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return streams.Provision(pctx, s.JS, s.cfg.Streams)
+}
+
+func (s *Stack) startPostgres(ctx context.Context) error {
+	url, stop, err := pgboot.Ensure(ctx, pgboot.Config{
+		DatabaseURL: s.cfg.DatabaseURL,
+		DataDir:     filepath.Join(s.cfg.DataDir, "pg"),
+		Port:        s.cfg.PGPort,
+		Log:         s.log.With().Str(telemetry.KeyService, "pgboot").Logger(),
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	s.DBURL, s.pgStop = url, stop
+	if s.DB, err = pgxpool.New(ctx, url); err != nil {
+		return fmt.Errorf("postgres pool: %w", err)
+	}
+	if err := dbmigrate.Apply(ctx, s.DB, s.log); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// serviceLog and a registry per service, as if each ran on its own.
+func (s *Stack) serve(ctx context.Context, name string, port int) (*prometheus.Registry, zerolog.Logger, error) {
+	reg := telemetry.NewRegistry()
+	log := s.log.With().Str(telemetry.KeyService, name).Logger()
+	health := telemetry.NewHealth()
+	health.Add("nats", func(context.Context) error {
+		if !s.NC.IsConnected() {
+			return errors.New("nats disconnected")
+		}
+		return nil
+	})
+	health.Add("postgres", func(ctx context.Context) error { return s.DB.Ping(ctx) })
+	mux := telemetry.Mux(reg, health)
+	addr := net.JoinHostPort(s.cfg.MetricsHost, fmt.Sprint(port))
+	bound := make(chan net.Addr, 1)
+	s.group.Go(func() error {
+		return telemetry.Serve(ctx, addr, mux, func(a net.Addr) { bound <- a })
+	})
+	select {
+	case a := <-bound:
+		s.Metrics[name] = "http://" + a.String()
+	case <-time.After(5 * time.Second):
+		return nil, log, fmt.Errorf("%s telemetry did not start on %s", name, addr)
+	}
+	return reg, log, nil
+}
+
+func (s *Stack) port(i int) int {
+	if s.cfg.MetricsPort == 0 {
+		return 0
+	}
+	return s.cfg.MetricsPort + i
+}
+
+func (s *Stack) startServices(ctx context.Context) error {
+	reg, log, err := s.serve(ctx, "planner", s.port(0))
+	if err != nil {
+		return err
+	}
+	s.group.Go(func() error {
+		return wrap("planner", planner.Run(ctx, s.cfg.Planner, planner.Deps{JS: s.JS, Log: log, Registry: reg}))
+	})
+
+	for i := 0; i < s.cfg.Pollers; i++ {
+		name := fmt.Sprintf("poller-%d", i+1)
+		reg, log, err := s.serve(ctx, name, s.port(1+i))
+		if err != nil {
+			return err
+		}
+		pcfg := s.cfg.Poller
+		pcfg.PollerID = name
+		s.group.Go(func() error {
+			return wrap(name, poller.Run(ctx, pcfg, poller.Deps{JS: s.JS, Log: log, Registry: reg, Box: s.Box}))
+		})
+	}
+
+	reg, log, err = s.serve(ctx, "projector", s.port(1+s.cfg.Pollers))
+	if err != nil {
+		return err
+	}
+	s.group.Go(func() error {
+		return wrap("projector", projector.Run(ctx, s.cfg.Projector, projector.Deps{JS: s.JS, DB: s.DB, Log: log, Registry: reg}))
+	})
+
+	reg, log, err = s.serve(ctx, "auditor", s.port(2+s.cfg.Pollers))
+	if err != nil {
+		return err
+	}
+	s.group.Go(func() error {
+		return wrap("auditor", auditor.Run(ctx, s.cfg.Auditor, auditor.Deps{JS: s.JS, DB: s.DB, Log: log, Registry: reg}))
+	})
+
+	if s.Fleet != nil && s.cfg.SimControlAddr != "" {
+		s.group.Go(func() error {
+			return wrap("oltsim control", telemetry.Serve(ctx, s.cfg.SimControlAddr, s.Fleet.Handler(), nil))
+		})
+	}
+
+	apiReg := telemetry.NewRegistry()
+	bound := make(chan net.Addr, 1)
+	acfg := api.Config{Addr: s.cfg.APIAddr, Tokens: []string{s.cfg.APIToken}}
+	s.group.Go(func() error {
+		return wrap("api", api.Run(ctx, acfg, api.Deps{
+			JS: s.JS, DB: s.DB, Box: s.Box, Registry: apiReg, Gatherer: apiReg,
+			Log:   s.log.With().Str(telemetry.KeyService, "api").Logger(),
+			Ready: func(a net.Addr) { bound <- a },
+		}))
+	})
+	select {
+	case a := <-bound:
+		s.APIURL = "http://" + a.String()
+	case <-ctx.Done():
+		return fmt.Errorf("api: %w", s.group.Wait())
+	case <-time.After(10 * time.Second):
+		return errors.New("api did not start")
+	}
+	return nil
+}
+
+func wrap(name string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func waitHTTP(ctx context.Context, url string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w", url, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Wait blocks until the services stop (ctx ended or one failed).
+func (s *Stack) Wait() error {
+	err := s.group.Wait()
+	s.cleanup()
+	return err
+}
+
+// Stop stops every service and releases everything.
+func (s *Stack) Stop() error {
+	s.stopOnce.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if s.group != nil {
+			s.stopErr = s.group.Wait()
+		}
+		s.cleanup()
+	})
+	return s.stopErr
+}
+
+func (s *Stack) cleanup() {
+	if s.Fleet != nil {
+		_ = s.Fleet.Close()
+		s.Fleet = nil
+	}
+	if s.DB != nil {
+		s.DB.Close()
+		s.DB = nil
+	}
+	if s.NC != nil {
+		s.NC.Close()
+		s.NC = nil
+	}
+	if s.nats != nil {
+		s.nats.Shutdown()
+		s.nats = nil
+	}
+	if s.pgStop != nil {
+		if err := s.pgStop(); err != nil {
+			s.log.Warn().Err(err).Msg("stop postgres")
+		}
+		s.pgStop = nil
+	}
+}

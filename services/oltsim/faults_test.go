@@ -1,0 +1,117 @@
+package oltsim
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gosnmp/gosnmp"
+)
+
+func TestFaults(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults Faults
+		n      int
+		check  func(t *testing.T, ok, failed int, elapsed time.Duration, rec Record)
+	}{
+		{"latency", Faults{Latency: 30 * time.Millisecond}, 3, func(t *testing.T, ok, failed int, el time.Duration, rec Record) {
+			if ok != 3 || el < 90*time.Millisecond {
+				t.Errorf("ok %d elapsed %v", ok, el)
+			}
+		}},
+		{"no answer", Faults{NoAnswer: true}, 2, func(t *testing.T, ok, failed int, el time.Duration, rec Record) {
+			if ok != 0 || rec.Dropped != rec.Requests || rec.Requests == 0 {
+				t.Errorf("ok %d record %+v", ok, rec)
+			}
+		}},
+		{"loss 50%", Faults{LossPercent: 50}, 24, func(t *testing.T, ok, failed int, el time.Duration, rec Record) {
+			if ok < 4 || failed < 4 {
+				t.Errorf("ok %d failed %d", ok, failed)
+			}
+		}},
+		{"max rps", Faults{MaxRPS: 5}, 10, func(t *testing.T, ok, failed int, el time.Duration, rec Record) {
+			if ok > 6+1 || failed < 3 {
+				t.Errorf("ok %d failed %d", ok, failed)
+			}
+		}},
+		{"malformed", Faults{MalformedPercent: 100}, 3, func(t *testing.T, ok, failed int, el time.Duration, rec Record) {
+			if ok != 0 || rec.Responses != rec.Requests {
+				t.Errorf("ok %d record %+v", ok, rec)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := startFleet(t, FleetConfig{OLTs: []OLTConfig{huaweiConfig("hw", 1, 4)}})
+			o := f.OLT("hw")
+			o.SetFaults(tc.faults)
+			if got := o.Faults(); got != tc.faults {
+				t.Fatalf("Faults() %+v", got)
+			}
+			g := client(t, o, "public")
+			g.Timeout = 100 * time.Millisecond
+			ok, failed := 0, 0
+			start := time.Now()
+			for i := 0; i < tc.n; i++ {
+				if _, err := g.Get([]string{".1.3.6.1.2.1.1.5.0"}); err != nil {
+					failed++
+				} else {
+					ok++
+				}
+			}
+			el := time.Since(start)
+			time.Sleep(20 * time.Millisecond)
+			tc.check(t, ok, failed, el, o.Record())
+			// Faults can be cleared while running.
+			o.SetFaults(Faults{})
+			g.Timeout = time.Second
+			if _, err := g.Get([]string{".1.3.6.1.2.1.1.5.0"}); err != nil && tc.faults.MaxRPS == 0 {
+				t.Errorf("after clearing faults: %v", err)
+			}
+		})
+	}
+}
+
+func TestSlowdownPerConcurrent(t *testing.T) {
+	c := huaweiConfig("hw", 1, 4)
+	c.Faults = Faults{Latency: 5 * time.Millisecond, SlowdownPerConcurrent: 40 * time.Millisecond}
+	f := startFleet(t, FleetConfig{OLTs: []OLTConfig{c}})
+	o := f.OLT("hw")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var slowest time.Duration
+	for i := 0; i < 4; i++ {
+		g := client(t, o, "public")
+		wg.Add(1)
+		go func(g *gosnmp.GoSNMP) {
+			defer wg.Done()
+			s := time.Now()
+			if _, err := g.Get([]string{".1.3.6.1.2.1.1.5.0"}); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			slowest = max(slowest, time.Since(s))
+			mu.Unlock()
+		}(g)
+	}
+	wg.Wait()
+	if rec := o.Record(); rec.MaxConcurrent >= 2 && slowest < 45*time.Millisecond {
+		t.Errorf("max concurrent %d but slowest request %v", rec.MaxConcurrent, slowest)
+	}
+}
+
+func TestCorruptIsUndecodable(t *testing.T) {
+	msg := []byte{0x30, 0x0a, 0x02, 0x01, 0x01, 0x04, 0x01, 'p', 0xa2, 0x02, 0x30, 0x00}
+	for bits := uint64(0); bits < 8; bits++ {
+		var r request
+		c := corrupt(msg, bits)
+		d := decoder{b: c}
+		tag, body, err := d.next()
+		if err == nil && tag == tagSequence && len(body) == len(msg)-2 && d.pos == len(c) {
+			if parseRequest(c, &r) == nil {
+				t.Errorf("bits %d: corrupt message still decodes: %x", bits, c)
+			}
+		}
+	}
+}

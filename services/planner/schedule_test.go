@@ -1,0 +1,287 @@
+package planner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+func spec(interval, priority int) NodeSpec {
+	return NodeSpec{JobName: "job", Kind: streams.KindGet, IntervalSeconds: interval, Priority: priority,
+		OIDs: []streams.OIDSpec{{ID: "o1", OID: "1.3.6.1", Field: streams.FieldSerial}}}
+}
+
+// simulate runs the scheduler on a simulated clock from start to end in
+// steps of tick and returns the scheduled times of every emission of k.
+func simulate(s *Scheduler, k NodeKey, start, end time.Time, tick time.Duration, skip func(time.Time) bool) []time.Time {
+	var runs []time.Time
+	for now := start; now.Before(end); now = now.Add(tick) {
+		if skip != nil && skip(now) {
+			continue
+		}
+		for _, d := range s.Due(now) {
+			if d.Key == k {
+				runs = append(runs, d.ScheduledAt)
+			}
+			s.Done(d.Key, d.ScheduledAt, now)
+		}
+	}
+	return runs
+}
+
+func TestScheduleRuns(t *testing.T) {
+	k := NodeKey{JobID: "j1", OLTID: "olt-a"}
+	for _, tc := range []struct {
+		name      string
+		interval  int
+		firstRun  time.Duration
+		duration  time.Duration
+		skip      func(time.Time) bool // ticks the planner missed (stalled)
+		wantRuns  int
+		wantFirst time.Duration // offset of the first run from t0
+		check     func(t *testing.T, runs []time.Time)
+	}{
+		{name: "5-min node runs 12 times an hour", interval: 300, firstRun: 0, duration: time.Hour, wantRuns: 12, wantFirst: 0},
+		{name: "first run after FirstRunDelay, no catch-up", interval: 300, firstRun: time.Minute, duration: time.Hour, wantRuns: 12, wantFirst: time.Minute},
+		{name: "nothing before FirstRunDelay", interval: 10, firstRun: time.Minute, duration: 59 * time.Second, wantRuns: 0},
+		{
+			name: "no catch-up after a gap", interval: 60, firstRun: 0, duration: 10 * time.Minute,
+			// The planner stalls from minute 2 to minute 5 (exclusive).
+			skip: func(now time.Time) bool {
+				return !now.Before(t0.Add(2*time.Minute+30*time.Second)) && now.Before(t0.Add(5*time.Minute+30*time.Second))
+			},
+			// 0, 1, 2 min; the 3, 4, 5 min runs are missed; the run due at 3 min
+			// fires late at 5:30 and the next is counted from there.
+			wantRuns: 3 + 1 + 4, wantFirst: 0,
+			check: func(t *testing.T, runs []time.Time) {
+				late := runs[3]
+				if !late.Equal(t0.Add(3 * time.Minute)) {
+					t.Errorf("late run scheduled at %s, want the missed 3:00 slot once", late.Sub(t0))
+				}
+				if got, want := runs[4], t0.Add(6*time.Minute+30*time.Second); !got.Equal(want) {
+					t.Errorf("run after the gap at %s, want now+interval %s", got.Sub(t0), want.Sub(t0))
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScheduler(tc.firstRun, 2*time.Second)
+			s.Sync(map[NodeKey]Desired{k: {Spec: spec(tc.interval, 40), Since: t0}}, t0)
+			runs := simulate(s, k, t0, t0.Add(tc.duration), time.Second, tc.skip)
+			if len(runs) != tc.wantRuns {
+				t.Fatalf("runs = %d (%v), want %d", len(runs), offsets(runs), tc.wantRuns)
+			}
+			if len(runs) > 0 && !runs[0].Equal(t0.Add(tc.wantFirst)) {
+				t.Errorf("first run at %s, want %s", runs[0].Sub(t0), tc.wantFirst)
+			}
+			for i := 1; i < len(runs) && tc.skip == nil; i++ {
+				if gap := runs[i].Sub(runs[i-1]); gap != time.Duration(tc.interval)*time.Second {
+					t.Errorf("gap %d = %s, want %ds", i, gap, tc.interval)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, runs)
+			}
+		})
+	}
+}
+
+func offsets(ts []time.Time) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, x := range ts {
+		out[i] = x.Sub(t0)
+	}
+	return out
+}
+
+func TestSyncChanges(t *testing.T) {
+	k := NodeKey{JobID: "j1", OLTID: "olt-a"}
+	other := NodeKey{JobID: "j2", OLTID: "olt-a"}
+	for _, tc := range []struct {
+		name     string
+		steps    func(s *Scheduler) []Change // returns the changes of the step under test
+		wantKind []string
+		check    func(t *testing.T, s *Scheduler)
+	}{
+		{
+			name: "new node is added FirstRunDelay later",
+			steps: func(s *Scheduler) []Change {
+				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0}}, t0)
+			},
+			wantKind: []string{streams.AuditTaskAdded},
+			check: func(t *testing.T, s *Scheduler) {
+				n, _ := s.Node(k)
+				if !n.Next.Equal(t0.Add(time.Minute)) {
+					t.Errorf("next = %s, want t0+1m", n.Next.Sub(t0))
+				}
+			},
+		},
+		{
+			name: "disabled node is removed and never due again",
+			steps: func(s *Scheduler) []Change {
+				s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0}, other: {Spec: spec(60, 40), Since: t0}}, t0)
+				return s.Sync(map[NodeKey]Desired{other: {Spec: spec(60, 40), Since: t0}}, t0.Add(time.Second))
+			},
+			wantKind: []string{streams.AuditTaskRemoved},
+			check: func(t *testing.T, s *Scheduler) {
+				for _, d := range s.Due(t0.Add(time.Hour)) {
+					if d.Key == k {
+						t.Error("removed node is still due")
+					}
+				}
+				if s.Len() != 1 {
+					t.Errorf("len = %d, want 1", s.Len())
+				}
+			},
+		},
+		{
+			name: "interval change re-plans from the last run",
+			steps: func(s *Scheduler) []Change {
+				s.Sync(map[NodeKey]Desired{k: {Spec: spec(600, 40), Since: t0}}, t0)
+				s.Due(t0.Add(time.Minute))
+				s.Done(k, t0.Add(time.Minute), t0.Add(time.Minute))
+				// next was t0+11m; with 120 s it is t0+1m+120s.
+				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(120, 40), Since: t0}}, t0.Add(2*time.Minute))
+			},
+			wantKind: []string{streams.AuditPlanAdjusted},
+			check: func(t *testing.T, s *Scheduler) {
+				n, _ := s.Node(k)
+				if want := t0.Add(3 * time.Minute); !n.Next.Equal(want) {
+					t.Errorf("next = %s, want %s", n.Next.Sub(t0), want.Sub(t0))
+				}
+			},
+		},
+		{
+			name: "interval shortened below the time since the last run: due now",
+			steps: func(s *Scheduler) []Change {
+				s.Sync(map[NodeKey]Desired{k: {Spec: spec(600, 40), Since: t0}}, t0)
+				s.Done(k, t0.Add(time.Minute), t0.Add(time.Minute))
+				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0}}, t0.Add(5*time.Minute))
+			},
+			wantKind: []string{streams.AuditPlanAdjusted},
+			check: func(t *testing.T, s *Scheduler) {
+				n, _ := s.Node(k)
+				if want := t0.Add(5 * time.Minute); !n.Next.Equal(want) {
+					t.Errorf("next = %s, want %s", n.Next.Sub(t0), want.Sub(t0))
+				}
+			},
+		},
+		{
+			name: "interval change before the first run keeps the first run",
+			steps: func(s *Scheduler) []Change {
+				s.Sync(map[NodeKey]Desired{k: {Spec: spec(600, 40), Since: t0}}, t0)
+				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(120, 40), Since: t0}}, t0.Add(10*time.Second))
+			},
+			wantKind: []string{streams.AuditPlanAdjusted},
+			check: func(t *testing.T, s *Scheduler) {
+				n, _ := s.Node(k)
+				if want := t0.Add(time.Minute); !n.Next.Equal(want) {
+					t.Errorf("next = %s, want %s", n.Next.Sub(t0), want.Sub(t0))
+				}
+			},
+		},
+		{
+			name: "other spec changes are silent",
+			steps: func(s *Scheduler) []Change {
+				s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0}}, t0)
+				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 90), Since: t0}}, t0.Add(time.Second))
+			},
+			check: func(t *testing.T, s *Scheduler) {
+				if n, _ := s.Node(k); n.Spec.Priority != 90 {
+					t.Errorf("priority = %d, want 90", n.Spec.Priority)
+				}
+			},
+		},
+		{
+			name: "disabled and re-enabled between syncs starts over",
+			steps: func(s *Scheduler) []Change {
+				s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0}}, t0)
+				s.Done(k, t0.Add(time.Minute), t0.Add(time.Minute))
+				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0.Add(90 * time.Second)}}, t0.Add(90*time.Second))
+			},
+			wantKind: []string{streams.AuditTaskAdded},
+			check: func(t *testing.T, s *Scheduler) {
+				n, _ := s.Node(k)
+				if want := t0.Add(150 * time.Second); !n.Next.Equal(want) {
+					t.Errorf("next = %s, want %s", n.Next.Sub(t0), want.Sub(t0))
+				}
+			},
+		},
+		{
+			name: "restored after a restart: next slot of the grid, no catch-up",
+			steps: func(s *Scheduler) []Change {
+				// Enabled at t0; the planner (re)starts at t0+10m30s.
+				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(300, 40), Since: t0}}, t0.Add(10*time.Minute+30*time.Second))
+			},
+			wantKind: []string{streams.AuditTaskAdded},
+			check: func(t *testing.T, s *Scheduler) {
+				n, _ := s.Node(k)
+				// Grid: t0+1m, 6m, 11m, ...
+				if want := t0.Add(11 * time.Minute); !n.Next.Equal(want) {
+					t.Errorf("next = %s, want %s", n.Next.Sub(t0), want.Sub(t0))
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScheduler(time.Minute, 2*time.Second)
+			changes := tc.steps(s)
+			var kinds []string
+			for _, c := range changes {
+				kinds = append(kinds, c.Kind)
+			}
+			if len(kinds) != len(tc.wantKind) {
+				t.Fatalf("changes = %v, want %v", kinds, tc.wantKind)
+			}
+			for i := range kinds {
+				if kinds[i] != tc.wantKind[i] {
+					t.Fatalf("changes = %v, want %v", kinds, tc.wantKind)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, s)
+			}
+		})
+	}
+}
+
+func TestDueOrder(t *testing.T) {
+	s := NewScheduler(0, 2*time.Second)
+	node := func(job string) NodeKey { return NodeKey{JobID: job, OLTID: "olt-a"} }
+	// Since sets when each node is due (FirstRunDelay is 0).
+	s.Sync(map[NodeKey]Desired{
+		node("get-ontime"):       {Spec: spec(60, 40), Since: t0.Add(10 * time.Second)},
+		node("disc-ontime"):      {Spec: spec(60, 90), Since: t0.Add(10 * time.Second)},
+		node("get-late-30s"):     {Spec: spec(60, 40), Since: t0.Add(-20 * time.Second)},
+		node("disc-late-5s"):     {Spec: spec(60, 90), Since: t0.Add(5 * time.Second)},
+		node("get-late-5s"):      {Spec: spec(60, 40), Since: t0.Add(5 * time.Second)},
+		node("disc-not-yet-due"): {Spec: spec(60, 90), Since: t0.Add(11 * time.Second)},
+	}, t0.Add(-time.Minute))
+	due := s.Due(t0.Add(10 * time.Second))
+	want := []string{"get-late-30s", "disc-late-5s", "get-late-5s", "disc-ontime", "get-ontime"}
+	if len(due) != len(want) {
+		t.Fatalf("due = %d nodes, want %d", len(due), len(want))
+	}
+	for i, d := range due {
+		if d.Key.JobID != want[i] {
+			t.Errorf("due[%d] = %s, want %s", i, d.Key.JobID, want[i])
+		}
+	}
+	if !due[0].Delayed || due[0].Delay != 30*time.Second || due[3].Delayed {
+		t.Errorf("delay marks wrong: %+v / %+v", due[0], due[3])
+	}
+}
+
+func TestDeterministicIDs(t *testing.T) {
+	k := NodeKey{JobID: "j1", OLTID: "olt-a"}
+	a, b := ExecutionID(k, t0), ExecutionID(k, t0)
+	if a != b {
+		t.Fatalf("execution id not deterministic: %s != %s", a, b)
+	}
+	if ExecutionID(k, t0.Add(time.Millisecond)) == a || ExecutionID(NodeKey{JobID: "j1", OLTID: "olt-b"}, t0) == a {
+		t.Fatal("execution ids collide")
+	}
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/facho-olt/facho/pkg/secret"
+)
+
+func TestCheckConfig(t *testing.T) {
+	key, err := secret.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		ok   bool
+	}{
+		{"defaults with a key", nil, map[string]string{"FACHO_SECRET_KEY": key}, true},
+		{"flags", []string{"-workers", "8", "-snmp-timeout", "500ms", "-lease-ttl", "5s"}, map[string]string{"FACHO_SECRET_KEY": key}, true},
+		{"env fallbacks", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_POLLER_WORKERS": "2", "FACHO_SNMP_RETRIES": "-1"}, true},
+		{"no key", nil, nil, false},
+		{"bad key", nil, map[string]string{"FACHO_SECRET_KEY": "public"}, false},
+		{"zero max repetitions is refused", []string{"-max-repetitions", "-5"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+		{"bad duration in env", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_LEASE_TTL": "soon"}, false},
+		{"lease ttl too short", []string{"-lease-ttl", "10ms"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+		{"bad log level", []string{"-log-level", "loud"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"facho-poller", "-check-config"}, tc.args...)
+			err := run(context.Background(), args, func(k string) string { return tc.env[k] }, &stdout, &stderr)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok=%v (stderr %s)", err, tc.ok, stderr.String())
+			}
+			if tc.ok && !strings.Contains(stdout.String(), "configuration ok") {
+				t.Fatalf("stdout %q", stdout.String())
+			}
+			if err != nil && strings.Contains(err.Error(), key) {
+				t.Fatal("error leaks the secret key")
+			}
+		})
+	}
+}

@@ -1,0 +1,28 @@
+// Package poller takes NodeDue events, holds the OLT's lease, runs the SNMP
+// work and publishes raw varbind batches and the execution's lifecycle.
+//
+// One NodeDue, from the durable pull consumer streams.ConsumerPoller:
+//
+//  1. Decode; a malformed one goes to facho.dlq.poller (pkg/deadletter).
+//  2. Acquire the OLT's lease (pkg/lease). Held by someone else: NAK with
+//     Config.LeaseBusyDelay. Waiting for the OLT is not a failure.
+//  3. Attempt number: one more than the execution's ExecutionStarted
+//     events already on the OLT's started subject (see attemptNumber).
+//  4. Publish ExecutionStarted, then walk (discovery/walk/bulkwalk: BulkWalk
+//     each OID) or GET (in chunks), publishing a VarbindBatch every
+//     Config.BatchSize varbinds, while marking the NodeDue in progress.
+//  5. Publish ExecutionSucceeded or ExecutionFailed, release the lease, ACK
+//     (or NAK when the RetryPolicy asks for redelivery).
+//
+// Every event of an attempt carries the lease revision as a fencing token
+// and has the Nats-Msg-Id "<execution_id>:<attempt>:<part>" (part =
+// started, succeeded, failed or the batch number), so a re-publish of the
+// same attempt is dropped by the stream and a newer attempt never collides
+// with an older one. A lost lease aborts the walk at once; no batch is
+// published after the loss.
+//
+// Retries: the RetryPolicy (Deps.Retry) decides after a failed attempt. The
+// default acknowledges failures and leaves re-planning to the planner
+// (ExecutionFailed.Retryable says whether attempts remain), except work
+// interrupted by this poller's shutdown, which is NAKed for another poller.
+package poller

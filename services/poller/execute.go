@@ -1,0 +1,340 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/deadletter"
+	"github.com/facho-olt/facho/pkg/lease"
+	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/streams"
+)
+
+// errNodeTimeout is the cancellation cause of a node that ran past its
+// TimeoutSeconds.
+var errNodeTimeout = errors.New("node timeout")
+
+// errPublish marks a failure to publish a varbind batch.
+var errPublish = errors.New("publish varbind batch")
+
+// finalPublishTimeout bounds publishing the terminal event and releasing
+// the lease, which happen even when the work was cancelled.
+const finalPublishTimeout = 10 * time.Second
+
+// handle runs one NodeDue message to its end: dead letter, lease busy,
+// or an execution (started, batches, succeeded/failed).
+func (p *poller) handle(work context.Context, msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		p.log.Error().Err(err).Str(telemetry.KeySubject, msg.Subject()).Msg("node due without metadata")
+		_ = msg.Term()
+		return
+	}
+	log := p.log.With().Uint64(telemetry.KeyStreamSeq, meta.Sequence.Stream).Logger()
+	_, node, err := streams.Decode[streams.NodeDue](msg.Data())
+	if err == nil && !streams.ValidID(node.OLTID) {
+		// The id becomes a subject token and a KV key.
+		err = fmt.Errorf("%w: node.due: olt_id %q is not a valid id", streams.ErrMalformed, node.OLTID)
+	}
+	if err != nil {
+		p.deadLetter(work, msg, err, log)
+		return
+	}
+	log = log.With().Str(telemetry.KeyOLT, node.OLTID).Str(telemetry.KeyJob, node.JobID).Str(telemetry.KeyExecution, node.ExecutionID).Logger()
+
+	l, err := p.leases.Acquire(work, node.OLTID, lease.Info{ExecutionID: node.ExecutionID, JobID: node.JobID})
+	if errors.Is(err, lease.ErrHeld) {
+		// Waiting for the OLT, not failing: put it back for later.
+		p.metrics.leaseBusy.Inc()
+		log.Debug().Err(err).Msg("olt busy")
+		nak(msg, p.cfg.LeaseBusyDelay, log)
+		return
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("acquire lease")
+		nak(msg, p.cfg.TransientDelay, log)
+		return
+	}
+	p.metrics.inFlight.Inc()
+	defer p.metrics.inFlight.Dec()
+	stopBeat := heartbeat(msg, p.cfg.ProgressInterval, log)
+	defer stopBeat()
+
+	ex := &execution{p: p, node: node, lease: l, log: log, kind: node.Kind}
+	redeliver, delay := ex.run(work, meta.Timestamp)
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
+	defer cancel()
+	if err := l.Release(rctx); err != nil && !errors.Is(err, lease.ErrLost) {
+		// The key expires after the TTL anyway.
+		log.Warn().Err(err).Msg("release lease")
+	}
+	stopBeat()
+	if redeliver {
+		nak(msg, delay, log)
+		return
+	}
+	if err := msg.DoubleAck(rctx); err != nil {
+		log.Warn().Err(err).Msg("ack node due")
+	}
+}
+
+// deadLetter moves an undecodable NodeDue to facho.dlq.poller.
+func (p *poller) deadLetter(ctx context.Context, msg jetstream.Msg, cause error, log zerolog.Logger) {
+	if !errors.Is(cause, streams.ErrMalformed) {
+		log.Warn().Err(cause).Msg("decode node due")
+		nak(msg, p.cfg.TransientDelay, log)
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalPublishTimeout)
+	defer cancel()
+	if err := deadletter.Publish(dctx, p.js, streams.ConsumerPoller, p.cfg.Source, msg, cause.Error()); err != nil {
+		log.Error().Err(err).Msg("dead letter node due")
+		nak(msg, p.cfg.TransientDelay, log)
+		return
+	}
+	p.metrics.deadLetters.Inc()
+	log.Warn().Err(cause).Msg("malformed node due sent to dead letters")
+}
+
+func nak(msg jetstream.Msg, delay time.Duration, log zerolog.Logger) {
+	if err := msg.NakWithDelay(delay); err != nil {
+		log.Warn().Err(err).Msg("nak node due")
+	}
+}
+
+// heartbeat marks msg in progress every interval until the returned stop
+// is called (idempotent), so a long operation is not redelivered.
+func heartbeat(msg jetstream.Msg, every time.Duration, log zerolog.Logger) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := msg.InProgress(); err != nil {
+					log.Debug().Err(err).Msg("in progress")
+				}
+			}
+		}
+	}()
+	var stopped bool
+	return func() {
+		if !stopped {
+			stopped = true
+			close(done)
+			<-finished
+		}
+	}
+}
+
+// execution is one attempt of one NodeDue under the OLT's lease.
+type execution struct {
+	p       *poller
+	node    streams.NodeDue
+	lease   *lease.Lease
+	log     zerolog.Logger
+	kind    string
+	attempt int
+	started time.Time
+	// community is kept only to scrub it from error texts.
+	community string
+
+	pending  []streams.Varbind
+	batches  int
+	varbinds int
+}
+
+// run performs the attempt and says whether the NodeDue goes back to the
+// queue (and after how long) instead of being acknowledged.
+func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver bool, delay time.Duration) {
+	p, node := ex.p, ex.node
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
+	defer cancel()
+
+	attempt, err := attemptNumber(pctx, p.js, p.exec, node, deliveredAt)
+	if err != nil {
+		ex.log.Warn().Err(err).Msg("count attempts")
+		return true, p.cfg.TransientDelay
+	}
+	ex.attempt = attempt
+	ex.log = ex.log.With().Int("attempt", attempt).Uint64("lease_revision", ex.lease.Revision()).Logger()
+	ex.started = time.Now().UTC()
+	if err := ex.publish(pctx, streams.SubjectExec(node.OLTID, streams.PhaseStarted), streams.PhaseStarted, streams.ExecutionStarted{
+		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
+		Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started,
+	}); err != nil {
+		ex.log.Warn().Err(err).Msg("publish execution started")
+		return true, p.cfg.TransientDelay
+	}
+	ex.log.Info().Str("kind", node.Kind).Msg("execution started")
+
+	cause, opErr := ex.work(work)
+	finished := time.Now().UTC()
+	dur := finished.Sub(ex.started)
+	p.metrics.duration.WithLabelValues(node.Kind).Observe(dur.Seconds())
+
+	// Publish the outcome even when work was cancelled (shutdown).
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
+	defer fcancel()
+	if opErr == nil {
+		err := ex.publish(fctx, streams.SubjectExec(node.OLTID, streams.PhaseSucceeded), streams.PhaseSucceeded, streams.ExecutionSucceeded{
+			ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
+			Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
+			DurationMS: dur.Milliseconds(), Varbinds: ex.varbinds, Batches: ex.batches,
+		})
+		if err != nil {
+			ex.log.Warn().Err(err).Msg("publish execution succeeded")
+			return true, p.cfg.TransientDelay
+		}
+		p.metrics.executions.WithLabelValues("success").Inc()
+		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Dur("duration", dur).Msg("execution succeeded")
+		return false, 0
+	}
+
+	decision := p.retry.Decide(Outcome{Node: node, Attempt: attempt, Cause: cause, Err: opErr})
+	text := ex.sanitize(opErr.Error())
+	err = ex.publish(fctx, streams.SubjectExec(node.OLTID, streams.PhaseFailed), streams.PhaseFailed, streams.ExecutionFailed{
+		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
+		Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
+		DurationMS: dur.Milliseconds(), Error: text, Retryable: decision.Retryable,
+	})
+	if err != nil {
+		ex.log.Warn().Err(err).Msg("publish execution failed")
+		return true, p.cfg.TransientDelay
+	}
+	p.metrics.executions.WithLabelValues(string(cause)).Inc()
+	ex.log.Warn().Str("cause", string(cause)).Str("error", text).Bool("retryable", decision.Retryable).
+		Bool("redeliver", decision.Redeliver).Msg("execution failed")
+	return decision.Redeliver, decision.Delay
+}
+
+// work runs the SNMP operation under the node's timeout and the lease, and
+// classifies a failure.
+func (ex *execution) work(work context.Context) (FailureCause, error) {
+	p, node := ex.p, ex.node
+	switch node.Kind {
+	case streams.KindDiscovery, streams.KindWalk, streams.KindBulkWalk, streams.KindGet:
+	default:
+		return CauseConfig, fmt.Errorf("unknown job kind %q", node.Kind)
+	}
+	community, err := p.box.Open(node.Target.CommunityEnc)
+	if err != nil {
+		// secret.Box errors never contain the plaintext.
+		return CauseConfig, fmt.Errorf("open community of olt %s: %w", node.OLTID, err)
+	}
+	ex.community = community
+	timeout := p.cfg.NodeTimeout
+	if node.TimeoutSeconds > 0 {
+		timeout = time.Duration(node.TimeoutSeconds) * time.Second
+	}
+	tctx, cancelT := context.WithTimeoutCause(work, timeout, fmt.Errorf("%w after %s", errNodeTimeout, timeout))
+	defer cancelT()
+	ctx, cancelL := ex.lease.Context(tctx)
+	defer cancelL()
+
+	op := snmpOp{cfg: p.cfg, target: node.Target, community: community}
+	err = op.run(ctx, node.Kind, node.OIDs, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
+	if err == nil {
+		err = ex.flush(ctx)
+	}
+	if err == nil && ex.lease.Err() != nil {
+		// Never report success for work a newer holder may have redone.
+		err = ex.lease.Err()
+	}
+	if err == nil {
+		return "", nil
+	}
+	switch {
+	case errors.Is(err, lease.ErrLost) || errors.Is(context.Cause(ctx), lease.ErrLost):
+		if lerr := ex.lease.Err(); lerr != nil {
+			return CauseLeaseLost, lerr // "lease lost: ..."
+		}
+		return CauseLeaseLost, err
+	case errors.Is(err, errShutdown) || errors.Is(context.Cause(work), errShutdown):
+		return CauseShutdown, errShutdown
+	case errors.Is(err, errNodeTimeout) || errors.Is(context.Cause(tctx), errNodeTimeout):
+		return CauseTimeout, context.Cause(tctx)
+	case errors.Is(err, errPublish):
+		return CausePublish, err
+	default:
+		if isTimeout(err) {
+			return CauseSNMP, fmt.Errorf("olt %s did not answer (timeout): %w", node.OLTID, err)
+		}
+		return CauseSNMP, err
+	}
+}
+
+// add buffers one varbind and publishes a batch when the buffer is full.
+func (ex *execution) add(ctx context.Context, vb streams.Varbind) error {
+	ex.pending = append(ex.pending, vb)
+	ex.varbinds++
+	ex.p.metrics.varbinds.Inc()
+	if len(ex.pending) >= ex.p.cfg.BatchSize {
+		return ex.flush(ctx)
+	}
+	return nil
+}
+
+// flush publishes the buffered varbinds as one VarbindBatch, unless the
+// lease is gone: a stale holder must not add batches.
+func (ex *execution) flush(ctx context.Context) error {
+	if len(ex.pending) == 0 {
+		return nil
+	}
+	if err := ex.lease.Err(); err != nil {
+		return err
+	}
+	node := ex.node
+	n := ex.batches + 1
+	err := ex.publish(ctx, streams.SubjectVarbinds(node.OLTID), n, streams.VarbindBatch{
+		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, BrandID: node.BrandID,
+		IndexScheme: node.IndexScheme, LeaseRevision: ex.lease.Revision(), Batch: n, Columns: node.OIDs,
+		CollectedAt: time.Now().UTC(), Varbinds: ex.pending,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("%w %d: %w", errPublish, n, err)
+	}
+	ex.batches = n
+	ex.pending = nil
+	ex.p.metrics.batches.Inc()
+	return nil
+}
+
+// publish sends one event with the id "<execution_id>:<attempt>:<part>",
+// which a retry of the same publish recomputes, so the stream drops
+// duplicates.
+func (ex *execution) publish(ctx context.Context, subject string, part any, ev streams.Event) error {
+	id := streams.MsgID(ex.node.ExecutionID, ex.attempt, part)
+	b, err := streams.EncodeWithID(id, ex.p.cfg.Source, time.Now(), ev)
+	if err != nil {
+		return err
+	}
+	if _, err := ex.p.js.Publish(ctx, subject, b, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("publish %s on %s: %w", ev.EventType(), subject, err)
+	}
+	return nil
+}
+
+// sanitize removes the community from an error text, belt and braces: no
+// error we build contains it, but gosnmp's texts are not ours.
+func (ex *execution) sanitize(s string) string {
+	if ex.community == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, ex.community, "<community>")
+}

@@ -1,0 +1,77 @@
+package poller
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics of one poller instance, registered on Deps.Registry.
+type metrics struct {
+	executions  *prometheus.CounterVec // by result
+	duration    *prometheus.HistogramVec
+	varbinds    prometheus.Counter
+	batches     prometheus.Counter
+	leaseBusy   prometheus.Counter
+	deadLetters prometheus.Counter
+	workers     int
+	busy        atomic.Int64
+	busySeconds prometheus.Counter
+	inFlight    prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metrics, error) {
+	constLabels := prometheus.Labels{"poller_id": pollerID}
+	m := &metrics{
+		workers: workers,
+		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_poller_executions_total", Help: "Executions finished, by result (success, failed, lease_lost, shutdown).",
+			ConstLabels: constLabels,
+		}, []string{"result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "facho_poller_execution_duration_seconds", Help: "Duration of executions under the lease, by job kind.",
+			ConstLabels: constLabels, Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+		}, []string{"kind"}),
+		varbinds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_poller_varbinds_read_total", Help: "Varbinds read from OLTs.", ConstLabels: constLabels,
+		}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_poller_varbind_batches_published_total", Help: "VarbindBatch events published.", ConstLabels: constLabels,
+		}),
+		leaseBusy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_poller_lease_busy_total", Help: "NodeDue put back because their OLT's lease was held.", ConstLabels: constLabels,
+		}),
+		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_poller_dead_letters_total", Help: "Malformed NodeDue sent to the dead-letter subject.", ConstLabels: constLabels,
+		}),
+		busySeconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_poller_worker_busy_seconds_total", Help: "Worker time spent handling NodeDue; busy ratio = rate(this) / facho_poller_workers.", ConstLabels: constLabels,
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "facho_poller_operations_in_flight", Help: "SNMP operations running under a lease now.", ConstLabels: constLabels,
+		}),
+	}
+	workersGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "facho_poller_workers", Help: "Configured workers.", ConstLabels: constLabels,
+	}, func() float64 { return float64(m.workers) })
+	busyGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "facho_poller_workers_busy", Help: "Workers handling a NodeDue now.", ConstLabels: constLabels,
+	}, func() float64 { return float64(m.busy.Load()) })
+	busyRatio := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "facho_poller_worker_busy_ratio", Help: "Busy workers / workers right now (saturated above 0.75).", ConstLabels: constLabels,
+	}, m.busyRatio)
+	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register poller metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) busyRatio() float64 {
+	if m.workers == 0 {
+		return 0
+	}
+	return float64(m.busy.Load()) / float64(m.workers)
+}

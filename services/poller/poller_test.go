@@ -1,0 +1,275 @@
+package poller
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/facho-olt/facho/services/oltsim"
+	"github.com/facho-olt/facho/streams"
+)
+
+func TestPollsEveryONUColumnOfAHuaweiOLT(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{}))
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 2, BatchSize: 50})
+	node := e.nodeDue("olt-a", "exec-1", "job-disc")
+	e.publishNodeDue(t, node)
+
+	ev := e.waitEnded(t, "olt-a", "exec-1", 30*time.Second)
+	if len(ev.failed) > 0 {
+		t.Fatalf("execution failed: %+v", ev.failed[0])
+	}
+	if len(ev.started) != 1 || len(ev.succeeded) != 1 {
+		t.Fatalf("events: %d started, %d succeeded", len(ev.started), len(ev.succeeded))
+	}
+	st, ok := ev.started[0], ev.succeeded[0]
+	if st.Attempt != 1 || st.PollerID != "p1" || st.LeaseRevision == 0 || ok.LeaseRevision != st.LeaseRevision {
+		t.Fatalf("started %+v succeeded %+v", st, ok)
+	}
+
+	onus := e.fleet.OLT("olt-a").ONUs()
+	if len(onus) != 32 {
+		t.Fatalf("ground truth has %d ONUs", len(onus))
+	}
+	batches := e.batches(t, "olt-a", "exec-1")
+	got := map[string]streams.Varbind{}
+	for i, b := range batches {
+		if b.Batch != i+1 || b.LeaseRevision != st.LeaseRevision || b.BrandID != "huawei" || b.IndexScheme != "pon.onu" || len(b.Columns) != len(huaweiColumns) {
+			t.Fatalf("batch %d header: %+v", i, b)
+		}
+		if len(b.Varbinds) > 50 {
+			t.Fatalf("batch %d has %d varbinds, batch size 50", b.Batch, len(b.Varbinds))
+		}
+		for _, vb := range b.Varbinds {
+			got[vb.OID] = vb
+		}
+	}
+	want := len(onus) * len(huaweiColumns)
+	if len(got) != want || ok.Varbinds != want || ok.Batches != len(batches) || len(batches) != (want+49)/50 {
+		t.Fatalf("%d distinct varbinds, succeeded says %d in %d batches (%d published), want %d", len(got), ok.Varbinds, ok.Batches, len(batches), want)
+	}
+	for _, onu := range onus {
+		check := func(col, typ, value string) {
+			t.Helper()
+			oid := huaweiBase + col + "." + onu.Index
+			vb, found := got[oid]
+			if !found {
+				t.Errorf("ONU %s: %s missing", onu.Index, oid)
+				return
+			}
+			if vb.Type != typ || vb.Value != value {
+				t.Errorf("ONU %s: %s = %s %q, want %s %q", onu.Index, oid, vb.Type, vb.Value, typ, value)
+			}
+		}
+		serialRaw, err := hex.DecodeString(onu.Serial[4:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(".43.1.3", streams.VTOctetString, hex.EncodeToString(append([]byte(onu.Serial[:4]), serialRaw...)))
+		check(".43.1.9", streams.VTOctetString, hex.EncodeToString([]byte(onu.Description)))
+		status, rx := "2", "2147483647"
+		if onu.Online {
+			status, rx = "1", strconv.Itoa(int(math.Round(onu.RxPowerDBm*100)))
+		}
+		check(".46.1.15", streams.VTInteger, status)
+		check(".51.1.4", streams.VTInteger, rx)
+	}
+	waitFor(t, 10*time.Second, "lease release", func() bool {
+		_, held := e.leaseHolder(t, "olt-a")
+		return !held
+	})
+	e.assertNoCommunityAnywhere(t)
+}
+
+// Two pollers, one OLT, two jobs due at once: the lease must serialise the
+// operations, so the OLT never sees two requests in flight.
+func TestLeaseSerialisesOperationsOnOneOLT(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{Latency: 3 * time.Millisecond}))
+	olt := e.fleet.OLT("olt-a")
+	// Small GETBULKs make each walk long (about 70 requests), so the two
+	// jobs are surely due while the other one runs.
+	cfg := Config{Workers: 2, LeaseBusyDelay: 100 * time.Millisecond, MaxRepetitions: 2}
+
+	t.Run("without the lease walks overlap", func(t *testing.T) {
+		// The control: the same two walks run directly, without the
+		// lease, do overlap on the OLT. Otherwise the assertion below
+		// would prove nothing.
+		olt.ResetRecord()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				node := e.nodeDue("olt-a", fmt.Sprint("direct-", i), "job")
+				op := snmpOp{cfg: cfg.WithDefaults(), target: node.Target, community: testCommunity}
+				<-start
+				errs[i] = op.run(context.Background(), node.Kind, node.OIDs, func(streams.Varbind) error { return nil })
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if mc := olt.Record().MaxConcurrent; mc < 2 {
+			t.Fatalf("direct walks: max concurrent %d, want >= 2 (control failed)", mc)
+		}
+	})
+
+	olt.ResetRecord()
+	cfgA, cfgB := cfg, cfg
+	cfgA.PollerID, cfgB.PollerID = "poller-a", "poller-b"
+	_, regA := e.startPoller(t, cfgA)
+	_, regB := e.startPoller(t, cfgB)
+	e.publishNodeDue(t, e.nodeDue("olt-a", "exec-1", "job-serial"))
+	e.publishNodeDue(t, e.nodeDue("olt-a", "exec-2", "job-status"))
+
+	ev1 := e.waitEnded(t, "olt-a", "exec-1", 60*time.Second)
+	ev2 := e.waitEnded(t, "olt-a", "exec-2", 60*time.Second)
+	for i, ev := range []execEvents{ev1, ev2} {
+		if len(ev.succeeded) != 1 || len(ev.failed) != 0 || len(ev.started) != 1 || ev.started[0].Attempt != 1 {
+			t.Fatalf("exec-%d: %+v", i+1, ev)
+		}
+	}
+	if ev1.started[0].LeaseRevision == ev2.started[0].LeaseRevision {
+		t.Fatal("two executions under the same lease revision")
+	}
+	rec := olt.Record()
+	if rec.MaxConcurrent != 1 {
+		t.Fatalf("OLT saw %d requests in flight at once, want 1 (requests %d)", rec.MaxConcurrent, rec.Requests)
+	}
+	busy := counter(t, regA, "facho_poller_lease_busy_total") + counter(t, regB, "facho_poller_lease_busy_total")
+	if busy < 1 {
+		t.Fatal("no NodeDue ever found the OLT busy: the jobs did not contend")
+	}
+	t.Logf("pollers %s and %s; lease busy %v times; OLT requests %d, max concurrent %d",
+		ev1.started[0].PollerID, ev2.started[0].PollerID, busy, rec.Requests, rec.MaxConcurrent)
+}
+
+func TestMalformedNodeDueGoesToDeadLetters(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{}))
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1})
+
+	e.publishRaw(t, streams.SubjectNodeDue("olt-a"), []byte("this is not json"))
+	noOIDs := e.nodeDue("olt-a", "exec-bad", "job")
+	noOIDs.OIDs = nil
+	e.publishNodeDue(t, noOIDs)
+	badOLT := e.nodeDue("olt-a", "exec-bad-olt", "job")
+	badOLT.OLTID = "olt.*"
+	b, err := streams.EncodeWithID("bad-olt", "test", time.Now(), badOLT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publishRaw(t, streams.SubjectNodeDue("olt-a"), b)
+	e.publishNodeDue(t, e.nodeDue("olt-a", "exec-good", "job"))
+
+	ev := e.waitEnded(t, "olt-a", "exec-good", 30*time.Second)
+	if len(ev.succeeded) != 1 {
+		t.Fatalf("good node after bad ones: %+v", ev)
+	}
+	var dls []streams.DeadLetter
+	waitFor(t, 10*time.Second, "three dead letters", func() bool {
+		dls = dls[:0]
+		for _, m := range e.streamMsgs(t, streams.StreamDLQ, streams.SubjectDLQ(streams.ConsumerPoller)) {
+			_, dl, err := streams.Decode[streams.DeadLetter](m.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dls = append(dls, dl)
+		}
+		return len(dls) >= 3
+	})
+	if len(dls) != 3 {
+		t.Fatalf("%d dead letters, want 3", len(dls))
+	}
+	for _, dl := range dls {
+		if dl.Consumer != streams.ConsumerPoller || dl.Stream != streams.StreamSchedule || !strings.Contains(dl.Reason, "malformed") || len(dl.Payload) == 0 {
+			t.Errorf("dead letter %+v", dl)
+		}
+	}
+	if !strings.Contains(dls[1].Reason, "no oids") || !strings.Contains(dls[2].Reason, "olt_id") {
+		t.Errorf("reasons %q, %q do not say what is wrong", dls[1].Reason, dls[2].Reason)
+	}
+	if ev := e.execEvents(t, "olt-a", "exec-bad"); len(ev.started) != 0 {
+		t.Fatalf("a malformed node started: %+v", ev)
+	}
+}
+
+func TestUnreachableOLTFailsWithTimeout(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-dead", oltsim.Faults{NoAnswer: true}))
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, SNMPTimeout: 200 * time.Millisecond, SNMPRetries: -1})
+	e.publishNodeDue(t, e.nodeDue("olt-dead", "exec-1", "job"))
+
+	ev := e.waitEnded(t, "olt-dead", "exec-1", 30*time.Second)
+	if len(ev.failed) != 1 || len(ev.succeeded) != 0 {
+		t.Fatalf("events %+v", ev)
+	}
+	f := ev.failed[0]
+	if !strings.Contains(f.Error, "timeout") || strings.Contains(f.Error, testCommunity) || f.Attempt != 1 || !f.Retryable {
+		t.Fatalf("failed event %+v", f)
+	}
+	if n := len(e.batches(t, "olt-dead", "exec-1")); n != 0 {
+		t.Fatalf("%d batches from a dead OLT", n)
+	}
+	// Acknowledged (the planner owns retries) and the lease released.
+	cons, err := e.JS.Consumer(e.ctx, streams.StreamSchedule, streams.ConsumerPoller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "ack and release", func() bool {
+		info, err := cons.Info(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, held := e.leaseHolder(t, "olt-dead")
+		return info.NumAckPending == 0 && info.NumPending == 0 && !held
+	})
+	e.assertNoCommunityAnywhere(t)
+}
+
+// A holder whose lease is taken away mid-walk stops: no batch after the
+// loss, and the execution fails with "lease lost".
+func TestLostLeaseAbortsTheWalk(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage, LeaseTTL: time.Second},
+		huaweiOLT("olt-a", oltsim.Faults{Latency: 100 * time.Millisecond}))
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 4, MaxRepetitions: 2})
+	e.publishNodeDue(t, e.nodeDue("olt-a", "exec-1", "job"))
+
+	waitFor(t, 30*time.Second, "a first batch", func() bool { return len(e.batches(t, "olt-a", "exec-1")) > 0 })
+	kv, err := e.JS.KeyValue(e.ctx, streams.BucketLeases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An intruder overwrites the key: the holder's next renewal is refused.
+	if _, err := kv.Put(e.ctx, "olt.olt-a", []byte(`{"holder":"intruder"}`)); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.waitEnded(t, "olt-a", "exec-1", 30*time.Second)
+	if len(ev.failed) != 1 || !strings.HasPrefix(ev.failed[0].Error, "lease lost") {
+		t.Fatalf("events %+v", ev)
+	}
+	n := len(e.batches(t, "olt-a", "exec-1"))
+	time.Sleep(500 * time.Millisecond)
+	if m := len(e.batches(t, "olt-a", "exec-1")); m != n {
+		t.Fatalf("batches went on after the loss: %d then %d", n, m)
+	}
+	if n*4 >= len(huaweiColumns)*32 {
+		t.Fatalf("walk finished (%d batches) before the loss could abort it", n)
+	}
+	// The stale holder did not delete the intruder's key.
+	if v, held := e.leaseHolder(t, "olt-a"); !held || !strings.Contains(v, "intruder") {
+		t.Fatalf("lease after loss: %q held=%v", v, held)
+	}
+}

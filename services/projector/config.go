@@ -1,0 +1,79 @@
+// Package projector builds Facho's Postgres read models from the streams:
+// configuration (brands, OIDs, OLTs, jobs, assignments), executions and
+// their attempts, and onu_data, the current state of every ONU; it
+// publishes ONU-change events for integrators.
+//
+// Each of its four durable consumers has its own checkpoint row; a message
+// is applied in one transaction with its checkpoint (pkg/projection), so a
+// redelivery or a replay changes nothing twice.
+package projector
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config of the projector. Zero values take defaults.
+type Config struct {
+	// Source names the service in the events it publishes.
+	Source string
+	// NackDelay is how long a message that failed (database down) waits
+	// before it is redelivered; default 5s.
+	NackDelay time.Duration
+	// FetchWait bounds one pull from a consumer, and so how long shutdown
+	// may wait for an idle fetch; default 1s.
+	FetchWait time.Duration
+	// OutboxFlushEvery is how often ONU-change events left unpublished (NATS
+	// unreachable after commit) are retried; default 5s.
+	OutboxFlushEvery time.Duration
+	// OutboxBatch is how many outbox events are published per round;
+	// default 1000.
+	OutboxBatch int
+	// PublishTimeout bounds one round of ONU-change publishing; default 10s.
+	PublishTimeout time.Duration
+}
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.Source == "" {
+		c.Source = "projector"
+	}
+	if c.NackDelay == 0 {
+		c.NackDelay = 5 * time.Second
+	}
+	if c.FetchWait == 0 {
+		c.FetchWait = time.Second
+	}
+	if c.OutboxFlushEvery == 0 {
+		c.OutboxFlushEvery = 5 * time.Second
+	}
+	if c.OutboxBatch == 0 {
+		c.OutboxBatch = 1000
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Validate checks the configuration after defaults.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NackDelay < 0 {
+		errs = append(errs, fmt.Errorf("nack delay %s: want >= 0", c.NackDelay))
+	}
+	if c.FetchWait < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("fetch wait %s: want at least 10ms", c.FetchWait))
+	}
+	if c.OutboxFlushEvery < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("outbox flush interval %s: want at least 10ms", c.OutboxFlushEvery))
+	}
+	if c.OutboxBatch < 1 || c.OutboxBatch > 100000 {
+		errs = append(errs, fmt.Errorf("outbox batch %d: want 1..100000", c.OutboxBatch))
+	}
+	if c.PublishTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("publish timeout %s: want at least 100ms", c.PublishTimeout))
+	}
+	return errors.Join(errs...)
+}

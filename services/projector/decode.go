@@ -1,0 +1,357 @@
+package projector
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// Index schemes (streams.BrandUpserted.IndexScheme).
+const (
+	SchemePonONU    = "pon.onu"
+	SchemeFiberhome = "fiberhome"
+)
+
+// ONUKey names one ONU of an OLT.
+type ONUKey struct {
+	PonIndex int64
+	ONUID    int64
+}
+
+// ONUFields are the fields one batch read for one ONU; nil means the batch
+// did not read that field (the stored value stays). RxPowerSet with a nil
+// RxPowerDBm means "read, but no reading" (stored as NULL).
+type ONUFields struct {
+	Serial      *string
+	Description *string
+	Status      *string
+	RxPowerSet  bool
+	RxPowerDBm  *float64
+}
+
+// Skip reasons of varbinds that feed no field (metric label values).
+const (
+	SkipUnknownColumn = "unknown_column"
+	SkipBadIndex      = "bad_index"
+	SkipUndecodable   = "undecodable"
+	SkipNoValue       = "no_value" // Null, NoSuchObject, NoSuchInstance, EndOfMibView
+	SkipUnknownField  = "unknown_field"
+)
+
+// Decoded is a batch grouped by ONU, with the varbinds it skipped.
+type Decoded struct {
+	ONUs    map[ONUKey]*ONUFields
+	Skipped map[string]int
+}
+
+// Keys returns the ONU keys in a stable order.
+func (d Decoded) Keys() []ONUKey {
+	keys := make([]ONUKey, 0, len(d.ONUs))
+	for k := range d.ONUs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].PonIndex != keys[j].PonIndex {
+			return keys[i].PonIndex < keys[j].PonIndex
+		}
+		return keys[i].ONUID < keys[j].ONUID
+	})
+	return keys
+}
+
+// DecodeBatch groups a batch's varbinds by ONU using the batch's own
+// columns and index scheme, so a replay decodes it as it was read. It fails
+// only when the batch as a whole cannot be decoded (unknown scheme, bad
+// column); single varbinds that do not decode are counted in Skipped.
+func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
+	if b.IndexScheme != SchemePonONU && b.IndexScheme != SchemeFiberhome {
+		return Decoded{}, fmt.Errorf("%w: index scheme %q", streams.ErrMalformed, b.IndexScheme)
+	}
+	cols := make([]column, 0, len(b.Columns))
+	for _, c := range b.Columns {
+		if err := c.Decoder.Validate(); err != nil {
+			return Decoded{}, fmt.Errorf("%w: column %s: %v", streams.ErrMalformed, c.OID, err)
+		}
+		prefix := strings.Trim(c.OID, ".")
+		if prefix == "" {
+			return Decoded{}, fmt.Errorf("%w: column %s without oid", streams.ErrMalformed, c.ID)
+		}
+		cols = append(cols, column{prefix: prefix + ".", spec: c})
+	}
+	// Longest prefix first, so a column nested in another wins.
+	sort.Slice(cols, func(i, j int) bool { return len(cols[i].prefix) > len(cols[j].prefix) })
+
+	d := Decoded{ONUs: map[ONUKey]*ONUFields{}, Skipped: map[string]int{}}
+	for _, vb := range b.Varbinds {
+		oid := strings.TrimPrefix(vb.OID, ".")
+		col, suffix, ok := match(cols, oid)
+		if !ok {
+			d.Skipped[SkipUnknownColumn]++
+			continue
+		}
+		key, err := ParseIndex(b.IndexScheme, suffix)
+		if err != nil {
+			d.Skipped[SkipBadIndex]++
+			continue
+		}
+		val, err := DecodeValue(col.spec.Decoder, vb)
+		if errors.Is(err, errNoValue) {
+			d.Skipped[SkipNoValue]++
+			continue
+		}
+		if err != nil {
+			d.Skipped[SkipUndecodable]++
+			continue
+		}
+		f := d.ONUs[key]
+		if f == nil {
+			f = &ONUFields{}
+		}
+		if !f.set(col.spec.Field, val) {
+			d.Skipped[SkipUnknownField]++
+			continue
+		}
+		d.ONUs[key] = f
+	}
+	return d, nil
+}
+
+type column struct {
+	prefix string // oid + "."
+	spec   streams.OIDSpec
+}
+
+func match(cols []column, oid string) (column, string, bool) {
+	for _, c := range cols {
+		if strings.HasPrefix(oid, c.prefix) {
+			return c, oid[len(c.prefix):], true
+		}
+	}
+	return column{}, "", false
+}
+
+// ParseIndex turns a row index (the OID suffix after the column) into an
+// ONU key.
+//   - "pon.onu": "<pon index>.<onu id>" (Huawei, ZTE, V-SOL).
+//   - "fiberhome": one integer slot*2^25 + pon*2^19 + onu*2^8; the PON
+//     index is that integer with its two low bytes cleared (slot and pon
+//     bits kept), the ONU id is bits 8..15.
+func ParseIndex(scheme, suffix string) (ONUKey, error) {
+	parts := strings.Split(suffix, ".")
+	switch scheme {
+	case SchemePonONU:
+		if len(parts) != 2 {
+			return ONUKey{}, fmt.Errorf("index %q: want <pon>.<onu>", suffix)
+		}
+		pon, err1 := strconv.ParseInt(parts[0], 10, 64)
+		onu, err2 := strconv.ParseInt(parts[1], 10, 64)
+		if err := errors.Join(err1, err2); err != nil || pon < 0 || onu < 0 {
+			return ONUKey{}, fmt.Errorf("index %q: want two non-negative integers", suffix)
+		}
+		return ONUKey{PonIndex: pon, ONUID: onu}, nil
+	case SchemeFiberhome:
+		if len(parts) != 1 {
+			return ONUKey{}, fmt.Errorf("index %q: want one packed integer", suffix)
+		}
+		idx, err := strconv.ParseInt(parts[0], 10, 64)
+		if err != nil || idx < 0 {
+			return ONUKey{}, fmt.Errorf("index %q: want a non-negative integer", suffix)
+		}
+		return ONUKey{PonIndex: idx &^ 0xffff, ONUID: (idx >> 8) & 0xff}, nil
+	default:
+		return ONUKey{}, fmt.Errorf("unknown index scheme %q", scheme)
+	}
+}
+
+// value is a decoded varbind: text, or a number, or "no reading" (null).
+type value struct {
+	text string
+	num  float64
+	kind int
+}
+
+const (
+	kindText = iota
+	kindNumber
+	kindNull
+)
+
+var errNoValue = errors.New("varbind carries no value")
+
+// DecodeValue applies a decoder to one raw varbind.
+func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
+	switch vb.Type {
+	case streams.VTNull, streams.VTNoSuchObject, streams.VTNoSuchInstance, streams.VTEndOfMibView:
+		return value{}, errNoValue
+	}
+	switch dec.Kind {
+	case "string":
+		s, err := text(vb)
+		return value{text: s}, err
+	case "hex_serial":
+		if vb.Type != streams.VTOctetString {
+			return value{}, fmt.Errorf("hex_serial of a %s", vb.Type)
+		}
+		b, err := hex.DecodeString(vb.Value)
+		if err != nil {
+			return value{}, fmt.Errorf("hex_serial: %w", err)
+		}
+		return value{text: hexSerial(b)}, nil
+	case "int":
+		n, err := integer(vb)
+		return value{kind: kindNumber, num: float64(n), text: strconv.FormatInt(n, 10)}, err
+	case "scaled":
+		n, err := integer(vb)
+		if err != nil {
+			return value{}, err
+		}
+		if dec.NoReading != nil && n == *dec.NoReading {
+			return value{kind: kindNull}, nil
+		}
+		scale := dec.Scale
+		if scale == 0 {
+			// An unset scale means 1: a zero scale would erase every value.
+			scale = 1
+		}
+		f := round6(float64(n)*scale + dec.Offset)
+		return value{kind: kindNumber, num: f, text: strconv.FormatFloat(f, 'f', -1, 64)}, nil
+	case "float_string":
+		s, err := text(vb)
+		if err != nil {
+			return value{}, err
+		}
+		f, ok := leadingFloat(s)
+		if !ok {
+			return value{kind: kindNull}, nil
+		}
+		return value{kind: kindNumber, num: f, text: strconv.FormatFloat(f, 'f', -1, 64)}, nil
+	case "enum":
+		n, err := integer(vb)
+		if err != nil {
+			return value{}, err
+		}
+		if s, ok := dec.Enum[strconv.FormatInt(n, 10)]; ok {
+			return value{text: s}, nil
+		}
+		return value{text: "UNKNOWN"}, nil
+	default:
+		return value{}, fmt.Errorf("decoder kind %q", dec.Kind)
+	}
+}
+
+// text is a varbind as text: OctetStrings are hex-decoded, NULs and
+// surrounding blanks trimmed and invalid UTF-8 replaced (Postgres text
+// takes neither NUL nor invalid UTF-8).
+func text(vb streams.Varbind) (string, error) {
+	if vb.Type != streams.VTOctetString {
+		return vb.Value, nil
+	}
+	b, err := hex.DecodeString(vb.Value)
+	if err != nil {
+		return "", fmt.Errorf("octet string: %w", err)
+	}
+	s := strings.ReplaceAll(string(b), "\x00", "")
+	return strings.ToValidUTF8(strings.TrimSpace(s), "\uFFFD"), nil
+}
+
+func integer(vb streams.Varbind) (int64, error) {
+	switch vb.Type {
+	case streams.VTOctetString, streams.VTOID, streams.VTIPAddress:
+		return 0, fmt.Errorf("integer of a %s", vb.Type)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(vb.Value), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("integer %q: %w", vb.Value, err)
+	}
+	return n, nil
+}
+
+// hexSerial renders a GPON serial: 4 vendor letters then the rest in
+// upper-case hex (Huawei's 8 raw bytes). A serial that is already text
+// (FiberHome, some ZTE) is kept as text, upper-cased.
+func hexSerial(b []byte) string {
+	if len(b) != 8 {
+		// Text serials may come NUL-padded; raw 8-byte ones may end in
+		// zero bytes that are part of the serial.
+		if t := []byte(strings.TrimRight(string(b), "\x00")); printable(t) && utf8.Valid(t) {
+			return strings.ToUpper(strings.TrimSpace(string(t)))
+		}
+	}
+	if len(b) >= 4 && printable(b[:4]) {
+		return string(b[:4]) + strings.ToUpper(hex.EncodeToString(b[4:]))
+	}
+	return strings.ToUpper(hex.EncodeToString(b))
+}
+
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// leadingFloat parses the number at the start of s ("-10.47", "-10.47 dBm").
+func leadingFloat(s string) (float64, bool) {
+	s = strings.TrimSpace(s)
+	end := 0
+	for end < len(s) && strings.IndexByte("+-.0123456789eE", s[end]) >= 0 {
+		end++
+	}
+	for ; end > 0; end-- {
+		if f, err := strconv.ParseFloat(s[:end], 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
+
+// set stores v in the field it feeds; false when the field is unknown.
+func (f *ONUFields) set(field string, v value) bool {
+	str := func() *string {
+		if v.kind == kindNull {
+			return nil
+		}
+		s := v.text
+		return &s
+	}
+	switch field {
+	case streams.FieldSerial:
+		if s := str(); s != nil {
+			f.Serial = s
+		}
+	case streams.FieldDescription:
+		if s := str(); s != nil {
+			f.Description = s
+		}
+	case streams.FieldStatus:
+		if s := str(); s != nil {
+			f.Status = s
+		}
+	case streams.FieldRxPower:
+		f.RxPowerSet = true
+		f.RxPowerDBm = nil
+		switch v.kind {
+		case kindNumber:
+			n := v.num
+			f.RxPowerDBm = &n
+		case kindText:
+			if n, ok := leadingFloat(v.text); ok {
+				f.RxPowerDBm = &n
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,204 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/streams"
+)
+
+// Execution states (seed 000).
+const (
+	StatusPending     = "PENDING"
+	StatusRunning     = "RUNNING"
+	StatusSuccess     = "SUCCESS"
+	StatusFailed      = "FAILED"
+	StatusAborted     = "ABORTED"
+	StatusInterrupted = "INTERRUPTED"
+)
+
+// rank orders states within one attempt: a state only moves up.
+func rank(status string) int {
+	switch status {
+	case StatusPending:
+		return 0
+	case StatusRunning:
+		return 1
+	case StatusSuccess, StatusFailed:
+		return 2
+	default: // ABORTED, INTERRUPTED: the coordinator's word is final
+		return 3
+	}
+}
+
+// decodeNodeDue records a due node as a PENDING execution, unless the
+// execution is already known (a lifecycle event may be projected first:
+// the streams are independent); then only the queue fields are filled in.
+func (p *projector) decodeNodeDue(m jsrouter.Msg) (applyFunc, error) {
+	_, n, err := streams.Decode[streams.NodeDue](m.Data)
+	if err != nil {
+		return nil, err
+	}
+	var scheduled *time.Time
+	if !n.ScheduledAt.IsZero() {
+		scheduled = &n.ScheduledAt
+	}
+	return func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, scheduled_at, node_id, kind, priority, delay_seconds, updated_at)
+			VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8, now())
+			ON CONFLICT (id) DO UPDATE SET scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
+			node_id = EXCLUDED.node_id, kind = EXCLUDED.kind, priority = EXCLUDED.priority, delay_seconds = EXCLUDED.delay_seconds`,
+			n.ExecutionID, n.JobID, n.OLTID, scheduled, n.NodeID, n.Kind, n.Priority, n.DelaySeconds)
+		return wrap(err, "record pending execution %s", n.ExecutionID)
+	}, nil
+}
+
+// execEvent is one lifecycle event in the form of an executions row.
+type execEvent struct {
+	ID, JobID, OLTID, PollerID string
+	Attempt                    int
+	LeaseRevision              uint64
+	Status                     string
+	StartedAt, FinishedAt      *time.Time
+	DurationMS                 *int64
+	Varbinds                   int
+	Error                      string
+}
+
+func (p *projector) decodeExec(m jsrouter.Msg) (applyFunc, error) {
+	ev, err := decodeExecEvent(m.Data)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, tx pgx.Tx) error {
+		applied, err := applyExecEvent(ctx, tx, ev)
+		if err != nil {
+			return err
+		}
+		if !applied {
+			p.metrics.staleExec.Inc()
+			p.log.Info().Str("execution_id", ev.ID).Int("attempt", ev.Attempt).Uint64("lease_revision", ev.LeaseRevision).
+				Str("status", ev.Status).Msg("stale or backward execution event ignored")
+		}
+		return nil
+	}, nil
+}
+
+func decodeExecEvent(data []byte) (execEvent, error) {
+	env, err := streams.DecodeEnvelope(data)
+	if err != nil {
+		return execEvent{}, err
+	}
+	if env.Version != 1 {
+		return execEvent{}, fmt.Errorf("%w: %s version %d not supported", streams.ErrMalformed, env.Type, env.Version)
+	}
+	ptr := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	var ev execEvent
+	switch env.Type {
+	case streams.TypeExecutionStarted:
+		var e streams.ExecutionStarted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return ev, err
+		}
+		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
+			LeaseRevision: e.LeaseRevision, Status: StatusRunning, StartedAt: ptr(e.StartedAt)}
+	case streams.TypeExecutionSucceeded:
+		var e streams.ExecutionSucceeded
+		if err := streams.DecodeData(env, &e); err != nil {
+			return ev, err
+		}
+		d := e.DurationMS
+		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
+			LeaseRevision: e.LeaseRevision, Status: StatusSuccess, StartedAt: ptr(e.StartedAt), FinishedAt: ptr(e.FinishedAt),
+			DurationMS: &d, Varbinds: e.Varbinds}
+	case streams.TypeExecutionFailed:
+		var e streams.ExecutionFailed
+		if err := streams.DecodeData(env, &e); err != nil {
+			return ev, err
+		}
+		d := e.DurationMS
+		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
+			LeaseRevision: e.LeaseRevision, Status: StatusFailed, StartedAt: ptr(e.StartedAt), FinishedAt: ptr(e.FinishedAt),
+			DurationMS: &d, Error: e.Error}
+	default:
+		return ev, fmt.Errorf("%w: unknown execution event type %q", streams.ErrMalformed, env.Type)
+	}
+	if ev.ID == "" || ev.JobID == "" || ev.OLTID == "" {
+		return ev, fmt.Errorf("%w: %s lacks execution_id, job_id or olt_id", streams.ErrMalformed, env.Type)
+	}
+	return ev, nil
+}
+
+// applyExecEvent moves the execution and its attempt forward. It returns
+// false, changing nothing, when the event carries an older lease revision
+// than the one recorded (a stale poller: the fencing token) or would move
+// the execution backwards (a late "started" after "succeeded").
+func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) {
+	var (
+		status  string
+		attempt int
+		rev     int64
+	)
+	err := tx.QueryRow(ctx, `SELECT status, attempt, lease_revision FROM executions WHERE id = $1 FOR UPDATE`, ev.ID).Scan(&status, &attempt, &rev)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// First word of this execution (its NodeDue may come later).
+	case err != nil:
+		return false, fmt.Errorf("read execution %s: %w", ev.ID, err)
+	default:
+		if ev.LeaseRevision < uint64(rev) || !forward(attempt, status, ev.Attempt, ev.Status) {
+			return false, nil
+		}
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, attempt, poller_id, lease_revision,
+		started_at, finished_at, duration_ms, varbinds, error, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now())
+		ON CONFLICT (id) DO UPDATE SET job_id = EXCLUDED.job_id, olt_id = EXCLUDED.olt_id, status = EXCLUDED.status,
+		attempt = EXCLUDED.attempt, poller_id = EXCLUDED.poller_id, lease_revision = EXCLUDED.lease_revision,
+		started_at = COALESCE(EXCLUDED.started_at, executions.started_at), finished_at = EXCLUDED.finished_at,
+		duration_ms = EXCLUDED.duration_ms, varbinds = EXCLUDED.varbinds, error = EXCLUDED.error, updated_at = now()`,
+		ev.ID, ev.JobID, ev.OLTID, ev.Status, ev.Attempt, ev.PollerID, int64(ev.LeaseRevision),
+		ev.StartedAt, ev.FinishedAt, ev.DurationMS, ev.Varbinds, ev.Error)
+	if err != nil {
+		return false, fmt.Errorf("update execution %s: %w", ev.ID, err)
+	}
+	// The attempt row follows the same rule within its attempt.
+	_, err = tx.Exec(ctx, `INSERT INTO execution_attempts (execution_id, attempt, poller_id, status, started_at, finished_at, error, lease_revision, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		ON CONFLICT (execution_id, attempt) DO UPDATE SET poller_id = EXCLUDED.poller_id, status = EXCLUDED.status,
+		started_at = COALESCE(EXCLUDED.started_at, execution_attempts.started_at), finished_at = EXCLUDED.finished_at,
+		error = EXCLUDED.error, lease_revision = EXCLUDED.lease_revision, duration_ms = EXCLUDED.duration_ms
+		WHERE execution_attempts.lease_revision <= EXCLUDED.lease_revision
+		  AND (CASE execution_attempts.status WHEN 'RUNNING' THEN 1 ELSE 2 END) <= (CASE EXCLUDED.status WHEN 'RUNNING' THEN 1 ELSE 2 END)`,
+		ev.ID, ev.Attempt, ev.PollerID, ev.Status, ev.StartedAt, ev.FinishedAt, ev.Error, int64(ev.LeaseRevision), ev.DurationMS)
+	if err != nil {
+		return false, fmt.Errorf("record attempt %d of execution %s: %w", ev.Attempt, ev.ID, err)
+	}
+	return true, nil
+}
+
+// forward reports whether (attempt, status) may replace the recorded
+// (curAttempt, curStatus): a later attempt always may; within an attempt the
+// state only moves up, and a final state is not replaced by another.
+func forward(curAttempt int, curStatus string, attempt int, status string) bool {
+	if attempt != curAttempt {
+		return attempt > curAttempt
+	}
+	cr, r := rank(curStatus), rank(status)
+	if cr >= 2 {
+		// Final for this attempt: only the identical event (a duplicate)
+		// passes, which rewrites the same values.
+		return status == curStatus
+	}
+	return r >= cr
+}

@@ -1,0 +1,192 @@
+package projector
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+type execRow struct {
+	Status, PollerID, Error string
+	Attempt                 int
+	Rev                     int64
+	Scheduled, Finished     *time.Time
+	Duration                *int64
+	Varbinds                int
+	NodeID                  string
+}
+
+func (r *rig) execution(id string) execRow {
+	r.t.Helper()
+	var e execRow
+	err := r.pool.QueryRow(context.Background(), `SELECT status, poller_id, error, attempt, lease_revision, scheduled_at, finished_at, duration_ms, varbinds, node_id
+		FROM executions WHERE id = $1`, id).Scan(&e.Status, &e.PollerID, &e.Error, &e.Attempt, &e.Rev, &e.Scheduled, &e.Finished, &e.Duration, &e.Varbinds, &e.NodeID)
+	if err != nil {
+		r.t.Fatalf("execution %s: %v", id, err)
+	}
+	return e
+}
+
+func (r *rig) attempts(id string) map[int]string {
+	r.t.Helper()
+	rows, err := r.pool.Query(context.Background(), `SELECT attempt, status FROM execution_attempts WHERE execution_id = $1`, id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[int]string{}
+	for rows.Next() {
+		var a int
+		var s string
+		if err := rows.Scan(&a, &s); err != nil {
+			r.t.Fatal(err)
+		}
+		out[a] = s
+	}
+	return out
+}
+
+func nodeDue(exec string, at time.Time) streams.NodeDue {
+	return streams.NodeDue{ExecutionID: exec, NodeID: "n-1", JobID: "job-1", OLTID: "olt-a", Kind: streams.KindGet,
+		Target: streams.Target{Host: "127.0.0.1", Port: 161, CommunityEnc: "v1:sealed"},
+		OIDs:   huaweiColumns, Priority: 40, ScheduledAt: at}
+}
+
+func TestExecutionLifecycle(t *testing.T) {
+	r := newRig(t)
+	r.start()
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	execSubj := func(phase string) string { return streams.SubjectExec("olt-a", phase) }
+
+	seq := r.publish(streams.SubjectNodeDue("olt-a"), nodeDue("x1", t0))
+	r.waitCheckpoint(streams.ConsumerProjectorSchedule, seq)
+	if e := r.execution("x1"); e.Status != StatusPending || e.Scheduled == nil || !e.Scheduled.Equal(t0) || e.NodeID != "n-1" {
+		t.Fatalf("after NodeDue: %+v", e)
+	}
+
+	started := func(attempt int, rev uint64, poller string) streams.ExecutionStarted {
+		return streams.ExecutionStarted{ExecutionID: "x1", JobID: "job-1", OLTID: "olt-a", PollerID: poller, Attempt: attempt, LeaseRevision: rev, StartedAt: t0}
+	}
+	failed := streams.ExecutionFailed{ExecutionID: "x1", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 5,
+		StartedAt: t0, FinishedAt: t0.Add(2 * time.Second), DurationMS: 2000, Error: "timeout", Retryable: true}
+	succeeded := streams.ExecutionSucceeded{ExecutionID: "x1", JobID: "job-1", OLTID: "olt-a", PollerID: "p2", Attempt: 2, LeaseRevision: 9,
+		StartedAt: t0.Add(time.Minute), FinishedAt: t0.Add(time.Minute + 3*time.Second), DurationMS: 3000, Varbinds: 64}
+	staleSuccess := streams.ExecutionSucceeded{ExecutionID: "x1", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 5,
+		StartedAt: t0, FinishedAt: t0.Add(time.Hour), DurationMS: 99, Varbinds: 1}
+
+	steps := []struct {
+		name    string
+		phase   string
+		ev      streams.Event
+		status  string
+		attempt int
+		poller  string
+	}{
+		{"started", streams.PhaseStarted, started(1, 5, "p1"), StatusRunning, 1, "p1"},
+		{"failed", streams.PhaseFailed, failed, StatusFailed, 1, "p1"},
+		{"late started of attempt 1", streams.PhaseStarted, started(1, 5, "p1"), StatusFailed, 1, "p1"},
+		{"retry started", streams.PhaseStarted, started(2, 9, "p2"), StatusRunning, 2, "p2"},
+		{"succeeded", streams.PhaseSucceeded, succeeded, StatusSuccess, 2, "p2"},
+		{"late started of attempt 2", streams.PhaseStarted, started(2, 9, "p2"), StatusSuccess, 2, "p2"},
+		{"stale poller's success", streams.PhaseSucceeded, staleSuccess, StatusSuccess, 2, "p2"},
+		{"stale revision, higher attempt", streams.PhaseStarted, started(3, 4, "p1"), StatusSuccess, 2, "p2"},
+	}
+	for _, s := range steps {
+		seq := r.publish(execSubj(s.phase), s.ev)
+		r.waitCheckpoint(streams.ConsumerProjectorExec, seq)
+		e := r.execution("x1")
+		if e.Status != s.status || e.Attempt != s.attempt || e.PollerID != s.poller {
+			t.Fatalf("%s: execution %+v, want %s attempt %d poller %s", s.name, e, s.status, s.attempt, s.poller)
+		}
+	}
+	e := r.execution("x1")
+	if e.Duration == nil || *e.Duration != 3000 || e.Varbinds != 64 || e.Rev != 9 || e.Error != "" || e.Finished == nil {
+		t.Fatalf("final execution %+v", e)
+	}
+	if a := r.attempts("x1"); len(a) != 2 || a[1] != StatusFailed || a[2] != StatusSuccess {
+		t.Fatalf("attempts %v", a)
+	}
+
+	// A NodeDue projected after the execution ran does not move it back.
+	seq = r.publish(streams.SubjectNodeDue("olt-a"), nodeDue("x1", t0))
+	r.waitCheckpoint(streams.ConsumerProjectorSchedule, seq)
+	if e := r.execution("x1"); e.Status != StatusSuccess {
+		t.Fatalf("NodeDue regressed the execution: %+v", e)
+	}
+
+	// Lifecycle before NodeDue (independent streams): the row is created
+	// by the event and NodeDue only fills the schedule in.
+	seq = r.publish(execSubj(streams.PhaseStarted), streams.ExecutionStarted{ExecutionID: "x2", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 3, StartedAt: t0})
+	r.waitCheckpoint(streams.ConsumerProjectorExec, seq)
+	seq = r.publish(streams.SubjectNodeDue("olt-a"), nodeDue("x2", t0))
+	r.waitCheckpoint(streams.ConsumerProjectorSchedule, seq)
+	if e := r.execution("x2"); e.Status != StatusRunning || e.Scheduled == nil {
+		t.Fatalf("x2 %+v", e)
+	}
+
+	// The pending NodeDue carried a sealed community: it is stored nowhere.
+	var leaks int
+	if err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM executions e WHERE e::text LIKE '%sealed%'`).Scan(&leaks); err != nil || leaks != 0 {
+		t.Fatalf("community material in executions: %d (%v)", leaks, err)
+	}
+}
+
+func TestConfigProjection(t *testing.T) {
+	r := newRig(t)
+	r.start()
+	const sealed = "v1:c2VhbGVkLWNvbW11bml0eQ=="
+	events := []struct {
+		subject string
+		ev      streams.Event
+	}{
+		{streams.SubjectBrand("huawei"), streams.BrandUpserted{ID: "huawei", Name: "Huawei", IndexScheme: SchemePonONU}},
+		{streams.SubjectOID("hw-rx"), streams.OIDUpserted{ID: "hw-rx", BrandID: "huawei", Name: "rx", OID: huaweiColumns[3].OID, Field: streams.FieldRxPower, Decoder: huaweiColumns[3].Decoder}},
+		{streams.SubjectOLT("olt-a"), streams.OLTUpserted{ID: "olt-a", Name: "OLT A", IP: "10.0.0.1", Port: 161, BrandID: "huawei", CommunityEnc: sealed, Enabled: true}},
+		{streams.SubjectJob("job-1"), streams.JobUpserted{ID: "job-1", Name: "poll", BrandID: "huawei", Kind: streams.KindGet, OIDIDs: []string{"hw-rx"}, IntervalSeconds: 300, Priority: 40, Enabled: true}},
+		{streams.SubjectAssignment("job-1", "olt-a"), streams.JobOLTAssigned{JobID: "job-1", OLTID: "olt-a", Enabled: true}},
+		{streams.SubjectOLT("olt-b"), streams.OLTUpserted{ID: "olt-b", Name: "OLT B", IP: "10.0.0.2", Port: 161, BrandID: "huawei", CommunityEnc: sealed, Enabled: true}},
+		{streams.SubjectOLT("olt-b"), streams.OLTDeleted{ID: "olt-b"}},
+		{streams.SubjectAssignment("job-1", "olt-a"), streams.JobOLTUnassigned{JobID: "job-1", OLTID: "olt-a"}},
+		{streams.SubjectJob("job-2"), streams.JobUpserted{ID: "job-2", Name: "gone", BrandID: "huawei", Kind: streams.KindWalk, IntervalSeconds: 60, Enabled: true}},
+		{streams.SubjectJob("job-2"), streams.JobDeleted{ID: "job-2"}},
+	}
+	var last uint64
+	for _, e := range events {
+		last = r.publish(e.subject, e.ev)
+	}
+	bad := r.publishRaw(streams.SubjectOLT("olt-c"), []byte(`{"id":"x","type":"olt.exploded","version":1,"data":{}}`))
+	r.waitCheckpoint(streams.ConsumerProjectorConfig, last)
+	r.eventually("unknown type dead-lettered", func() bool { return r.streamMsgs(streams.StreamDLQ) == 1 })
+	_ = bad
+
+	ctx := context.Background()
+	var scheme, decoder string
+	if err := r.pool.QueryRow(ctx, `SELECT b.index_scheme, o.decoder::text FROM brands b JOIN oids o ON o.brand_id = b.id WHERE o.id = 'hw-rx'`).Scan(&scheme, &decoder); err != nil {
+		t.Fatal(err)
+	}
+	if scheme != SchemePonONU || !strings.Contains(decoder, `"scaled"`) {
+		t.Errorf("brand/oid: %s %s", scheme, decoder)
+	}
+	var aDeleted, bDeleted, bEnabled bool
+	if err := r.pool.QueryRow(ctx, `SELECT (SELECT deleted FROM olts WHERE id='olt-a'), (SELECT deleted FROM olts WHERE id='olt-b'), (SELECT enabled FROM olts WHERE id='olt-b')`).Scan(&aDeleted, &bDeleted, &bEnabled); err != nil {
+		t.Fatal(err)
+	}
+	if aDeleted || !bDeleted || bEnabled {
+		t.Errorf("olts: a deleted %v, b deleted %v enabled %v", aDeleted, bDeleted, bEnabled)
+	}
+	var jobDeleted, assignDeleted bool
+	var oidIDs []string
+	if err := r.pool.QueryRow(ctx, `SELECT (SELECT deleted FROM snmp_jobs WHERE id='job-2'), (SELECT deleted FROM snmp_job_olts WHERE job_id='job-1' AND olt_id='olt-a'), (SELECT oid_ids FROM snmp_jobs WHERE id='job-1')`).Scan(&jobDeleted, &assignDeleted, &oidIDs); err != nil {
+		t.Fatal(err)
+	}
+	if !jobDeleted || !assignDeleted || len(oidIDs) != 1 {
+		t.Errorf("jobs: job-2 deleted %v, assignment deleted %v, oid ids %v", jobDeleted, assignDeleted, oidIDs)
+	}
+	var leaks int
+	if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM olts o WHERE o::text LIKE '%c2VhbGVk%'`).Scan(&leaks); err != nil || leaks != 0 {
+		t.Fatalf("sealed community stored in olts: %d (%v)", leaks, err)
+	}
+}
