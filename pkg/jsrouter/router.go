@@ -227,6 +227,9 @@ func (r *Router) countOutcome(h message.HandlerFunc) message.HandlerFunc {
 		consumer := wm.Metadata.Get(MetaConsumer)
 		outcome := "acked"
 		switch {
+		case err != nil && errors.Is(err, context.Canceled):
+			// Shutting down: the subscriber hands the message back.
+			outcome = "nacked"
 		case err != nil:
 			outcome = "nacked"
 			r.cfg.Log.Warn().Err(err).Str(telemetry.KeyConsumer, consumer).Str(telemetry.KeyStreamSeq, wm.Metadata.Get(MetaStreamSeq)).

@@ -5,17 +5,28 @@ go 1.26.0
 replace (
 	github.com/facho-olt/facho/migrations => ../../migrations
 	github.com/facho-olt/facho/pkg => ../../pkg
+	github.com/facho-olt/facho/services/oltsim => ../oltsim
 	github.com/facho-olt/facho/streams => ../../streams
 )
 
 require (
 	github.com/facho-olt/facho/pkg v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/streams v0.0.0-00010101000000-000000000000
+	github.com/gosnmp/gosnmp v1.47.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.35.1
 	golang.org/x/sync v0.24.0
+)
+
+require (
+	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
+	github.com/google/go-tpm v0.9.8 // indirect
+	github.com/minio/highwayhash v1.0.4 // indirect
+	github.com/nats-io/jwt/v2 v2.8.2 // indirect
+	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )
 
 require (
@@ -30,6 +41,7 @@ require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/facho-olt/facho/migrations v0.0.0-00010101000000-000000000000 // indirect
+	github.com/facho-olt/facho/services/oltsim v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect

@@ -234,7 +234,7 @@ func (s *Stack) startPostgres(ctx context.Context) error {
 	if s.DB, err = pgxpool.New(ctx, url); err != nil {
 		return fmt.Errorf("postgres pool: %w", err)
 	}
-	if err := dbmigrate.Apply(ctx, s.DB, s.log); err != nil {
+	if err := dbmigrate.Apply(ctx, s.DB, s.log.With().Str(telemetry.KeyService, "dbmigrate").Logger()); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil

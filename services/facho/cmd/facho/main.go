@@ -24,7 +24,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/facho-olt/facho/pkg/secret"
-	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/facho-olt/facho/services/planner"
@@ -166,7 +165,8 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	token := envOr(getenv, "FACHO_API_TOKEN", DefaultDevToken)
 	community := envOr(getenv, "FACHO_DEMO_COMMUNITY", "public")
-	log := telemetry.NewLogger(stderr, "facho-dev", zerolog.InfoLevel)
+	// Each service tags its own lines; the base logger carries no service key.
+	log := zerolog.New(stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 
 	cfg := devstack.Config{
 		DataDir:        *dataDir,

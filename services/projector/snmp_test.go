@@ -1,0 +1,109 @@
+package projector
+
+import (
+	"context"
+	"encoding/hex"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gosnmp/gosnmp"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/services/oltsim"
+	"github.com/facho-olt/facho/streams"
+)
+
+var fiberhomeColumns = []streams.OIDSpec{
+	{ID: "fh-desc", OID: "1.3.6.1.4.1.5875.800.3.10.1.1.7", Field: streams.FieldDescription, Decoder: streams.Decoder{Kind: "string"}},
+	{ID: "fh-serial", OID: "1.3.6.1.4.1.5875.800.3.10.1.1.10", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "hex_serial"}},
+	{ID: "fh-status", OID: "1.3.6.1.4.1.5875.800.3.10.1.1.11", Field: streams.FieldStatus, Decoder: streams.Decoder{Kind: "enum", Enum: onlineEnum}},
+	{ID: "fh-rx", OID: "1.3.6.1.4.1.5875.800.3.9.3.3.1.6", Field: streams.FieldRxPower, Decoder: streams.Decoder{Kind: "scaled", Scale: 0.01}},
+}
+
+// walk reads columns from a simulated OLT over real SNMP and renders the
+// varbinds as the contract says (hex OctetStrings, decimal integers).
+func walk(t *testing.T, olt *oltsim.OLT, cols []streams.OIDSpec) []streams.Varbind {
+	t.Helper()
+	g := &gosnmp.GoSNMP{Target: olt.Addr().IP.String(), Port: uint16(olt.Addr().Port), Community: "public",
+		Version: gosnmp.Version2c, Timeout: 2 * time.Second, Retries: 2, MaxRepetitions: 20}
+	if err := g.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Conn.Close()
+	var out []streams.Varbind
+	for _, c := range cols {
+		pdus, err := g.BulkWalkAll(c.OID)
+		if err != nil {
+			t.Fatalf("walk %s: %v", c.OID, err)
+		}
+		for _, p := range pdus {
+			v := streams.Varbind{OID: strings.TrimPrefix(p.Name, ".")}
+			switch p.Type {
+			case gosnmp.OctetString:
+				v.Type, v.Value = streams.VTOctetString, hex.EncodeToString(p.Value.([]byte))
+			case gosnmp.Integer:
+				v.Type, v.Value = streams.VTInteger, strconv.FormatInt(gosnmp.ToBigInt(p.Value).Int64(), 10)
+			default:
+				t.Fatalf("unexpected %s at %s", p.Type, p.Name)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// What the simulator's ONUs are, projected through a real SNMP walk, is
+// what onu_data holds.
+func TestSimulatedOLTsProjectAsTheyAre(t *testing.T) {
+	ctx := context.Background()
+	fleet, err := oltsim.Start(ctx, oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{
+		{Name: "hw", Listen: "127.0.0.1:0", Community: "public", Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 2, ONUsPerPort: 12}, Seed: 1},
+		{Name: "fh", Listen: "127.0.0.1:0", Community: "public", Profile: "fiberhome-an5516", Shape: oltsim.Shape{Slots: 2, PortsPerSlot: 1, ONUsPerPort: 10}, Seed: 2},
+	}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleet.Close()
+
+	r := newRig(t)
+	r.start()
+	for _, tc := range []struct {
+		olt    string
+		scheme string
+		cols   []streams.OIDSpec
+	}{{"hw", SchemePonONU, huaweiColumns}, {"fh", SchemeFiberhome, fiberhomeColumns}} {
+		sim := fleet.OLT(tc.olt)
+		b := streams.VarbindBatch{ExecutionID: "e-" + tc.olt, JobID: "j", OLTID: tc.olt, IndexScheme: tc.scheme, Columns: tc.cols,
+			CollectedAt: time.Now().UTC(), Varbinds: walk(t, sim, tc.cols)}
+		seq := r.publish(streams.SubjectVarbinds(tc.olt), b)
+		r.waitCheckpoint(streams.ConsumerProjectorVarbinds, seq)
+
+		got := r.onus(tc.olt)
+		want := sim.ONUs()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows, simulator has %d onus", tc.olt, len(got), len(want))
+		}
+		for _, o := range want {
+			row, ok := got[ONUKey{o.PonIndex, int64(o.ID)}]
+			if !ok {
+				t.Fatalf("%s: onu %s missing", tc.olt, o.Index)
+			}
+			status := "OFFLINE"
+			if o.Online {
+				status = "ONLINE"
+			}
+			if row.Serial != o.Serial || row.Description != o.Description || row.Status != status {
+				t.Errorf("%s onu %s: row %+v, simulator %+v", tc.olt, o.Index, row, o)
+			}
+			switch {
+			case math.IsNaN(o.RxPowerDBm) && row.RxPowerDBm != nil:
+				t.Errorf("%s onu %s: rx %v, want no reading", tc.olt, o.Index, *row.RxPowerDBm)
+			case !math.IsNaN(o.RxPowerDBm) && (row.RxPowerDBm == nil || math.Abs(*row.RxPowerDBm-o.RxPowerDBm) > 1e-6):
+				t.Errorf("%s onu %s: rx %v, want %v", tc.olt, o.Index, row.RxPowerDBm, o.RxPowerDBm)
+			}
+		}
+	}
+}
