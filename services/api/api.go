@@ -111,6 +111,10 @@ func (s *server) routes() http.Handler {
 	api("GET /api/v1/olts", s.listOLTs)
 	api("GET /api/v1/olts/{id}/onus", s.listONUs)
 	api("GET /api/v1/executions", s.listExecutions)
+	api("GET /api/v1/brands", s.listBrands)
+	api("GET /api/v1/oids", s.listOIDs)
+	api("GET /api/v1/jobs", s.listJobs)
+	api("GET /api/v1/coordinator-logs", s.listCoordinatorLogs)
 	// Everything else under /api/ is a JSON 404 (after authentication, so
 	// the API's shape is not probed anonymously).
 	api("/api/", func(http.ResponseWriter, *http.Request) *apiError { return notFound("no such resource") })

@@ -346,4 +346,41 @@ func TestReadEndpoints(t *testing.T) {
 	if len(execs) != 2 || execs[0].(map[string]any)["id"] != "e2" {
 		t.Errorf("executions %v", out)
 	}
+
+	if _, err := f.db.Exec(ctx, `INSERT INTO brands (id, name, index_scheme, updated_at) VALUES ('huawei', 'Huawei', 'pon.onu', $1), ('zte', 'ZTE', 'pon.onu', $1);
+		INSERT INTO oids (id, brand_id, name, oid, field, decoder, updated_at) VALUES
+			('hw-serial', 'huawei', 'serial', '1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3', 'serial', '{"kind":"hex_serial"}', $1),
+			('zte-serial', 'zte', 'serial', '1.3.6.1.4.1.3902', 'serial', '{"kind":"string"}', $1);
+		INSERT INTO snmp_jobs (id, name, brand_id, kind, oid_ids, interval_seconds, max_retries, retry_delay_seconds, timeout_seconds, priority, enabled, deleted, updated_at) VALUES
+			('disc', 'Discovery', 'huawei', 'discovery', '{hw-serial}', 3600, 3, 120, 0, 90, true, false, $1),
+			('gone', 'Gone', 'huawei', 'get', '{hw-serial}', 300, 3, 120, 0, 40, true, true, $1);
+		INSERT INTO coordinator_logs (olt_id, event_type, level, message, details, "timestamp", source_stream, source_seq) VALUES
+			('olt-a', 'TASK_ADDED', 'INFO', 'added', '{"job_id":"disc"}', $1, 'FACHO_AUDIT', 1),
+			('olt-a', 'EXECUTION_FAILED', 'ERROR', 'failed', '{}', $1, 'FACHO_EXEC', 1),
+			(NULL, 'PLAN_ADJUSTED', 'INFO', 'started', '{}', $1, 'FACHO_AUDIT', 2)`, now); err != nil {
+		t.Fatal(err)
+	}
+	if out := f.must("GET", "/api/v1/brands", "", http.StatusOK); out["count"] != float64(2) {
+		t.Errorf("brands %v", out)
+	}
+	out = f.must("GET", "/api/v1/oids?brand_id=huawei", "", http.StatusOK)
+	if oids, _ := out["oids"].([]any); len(oids) != 1 || oids[0].(map[string]any)["decoder"].(map[string]any)["kind"] != "hex_serial" {
+		t.Errorf("oids %v", out)
+	}
+	out = f.must("GET", "/api/v1/jobs", "", http.StatusOK)
+	if jobs, _ := out["jobs"].([]any); len(jobs) != 1 || jobs[0].(map[string]any)["oid_ids"].([]any)[0] != "hw-serial" {
+		t.Errorf("jobs %v", out)
+	}
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{{"", 3}, {"?level=error", 1}, {"?event_type=task_added&olt_id=olt-a", 1}, {"?olt_id=GLOBAL", 1}, {"?olt_id=olt-a", 2}} {
+		out = f.must("GET", "/api/v1/coordinator-logs"+tc.query, "", http.StatusOK)
+		if out["count"] != float64(tc.want) {
+			t.Errorf("coordinator logs %s: %v, want %d", tc.query, out["count"], tc.want)
+		}
+	}
+	if code, out, _ := f.do("GET", "/api/v1/coordinator-logs?level=bad-level", ""); code != 400 || out["field"] != "level" {
+		t.Errorf("bad level: %d %v", code, out)
+	}
 }

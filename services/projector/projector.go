@@ -87,12 +87,12 @@ func (p *projector) handler(consumer string, decode func(m jsrouter.Msg) (applyF
 	return func(ctx context.Context, m jsrouter.Msg) error {
 		fn, err := decode(m)
 		if err != nil {
-			return err
+			return p.deadLetter(ctx, consumer, m.Seq, err)
 		}
 		start := time.Now()
 		applied, err := projection.Apply(ctx, p.db, consumer, m.Seq, fn)
 		if err != nil {
-			return permanentAsMalformed(err)
+			return p.deadLetter(ctx, consumer, m.Seq, permanentAsMalformed(err))
 		}
 		p.metrics.applySeconds.WithLabelValues(consumer).Observe(time.Since(start).Seconds())
 		result := "applied"
@@ -108,6 +108,21 @@ func (p *projector) handler(consumer string, decode func(m jsrouter.Msg) (applyF
 		}
 		return nil
 	}
+}
+
+// deadLetter lets a malformed message go to the dead-letter subject (the
+// router does that for errors wrapping streams.ErrMalformed) after moving
+// the checkpoint past it, so the checkpoint still says how far the consumer
+// got. If the checkpoint cannot be written the error is transient: the
+// message comes back and is dead-lettered then.
+func (p *projector) deadLetter(ctx context.Context, consumer string, seq uint64, err error) error {
+	if !errors.Is(err, streams.ErrMalformed) {
+		return err
+	}
+	if _, cerr := projection.Apply(ctx, p.db, consumer, seq, func(context.Context, pgx.Tx) error { return nil }); cerr != nil {
+		return fmt.Errorf("checkpoint past malformed message: %w", cerr)
+	}
+	return err
 }
 
 // permanentAsMalformed marks errors that no retry can fix (the data does

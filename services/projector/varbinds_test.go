@@ -236,17 +236,24 @@ func TestBadInputIsDeadLettered(t *testing.T) {
 	invalid := r.publish(streams.SubjectVarbinds("olt-b"), streams.VarbindBatch{ExecutionID: "e1", OLTID: "olt-b", IndexScheme: SchemePonONU}) // no columns
 	badScheme := r.publish(streams.SubjectVarbinds("olt-b"), streams.VarbindBatch{ExecutionID: "e1", OLTID: "olt-b", IndexScheme: "nokia", Columns: huaweiColumns, CollectedAt: time.Now()})
 	good := r.publish(streams.SubjectVarbinds("olt-b"), batch("olt-b", "e2", 1, time.Now(), huaweiONU{id: 9, serial: 9, desc: "ok", online: true, rx: -1800}))
+	trailing := r.publishRaw(streams.SubjectVarbinds("olt-b"), []byte(`{"id":"x","type":"varbind.batch","version":1,"data":{"olt_id":7}}`))
 	r.waitCheckpoint(streams.ConsumerProjectorVarbinds, good)
 	if got := r.onus("olt-b"); len(got) != 1 {
 		t.Fatalf("onu_data: %+v", got)
 	}
-	r.eventually("3 dead letters", func() bool { return r.streamMsgs(streams.StreamDLQ) == 3 })
+	r.eventually("4 dead letters", func() bool { return r.streamMsgs(streams.StreamDLQ) == 4 })
+	// Dead-lettered messages move the checkpoint too: it says how far the
+	// consumer got.
+	r.waitCheckpoint(streams.ConsumerProjectorVarbinds, trailing)
+	if c, _ := projection.Checkpoint(context.Background(), r.pool, streams.ConsumerProjectorVarbinds); c != r.lastSeq(streams.StreamVarbinds) {
+		t.Fatalf("checkpoint %d, stream last seq %d", c, r.lastSeq(streams.StreamVarbinds))
+	}
 	dlq, err := r.js.Stream(context.Background(), streams.StreamDLQ)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantReason := map[uint64]string{garbage: "envelope", invalid: "no columns", badScheme: "index scheme"}
-	for seq := uint64(1); seq <= 3; seq++ {
+	wantReason := map[uint64]string{garbage: "envelope", invalid: "no columns", badScheme: "index scheme", trailing: "varbind.batch data"}
+	for seq := uint64(1); seq <= 4; seq++ {
 		m, err := dlq.GetMsg(context.Background(), seq)
 		if err != nil {
 			t.Fatal(err)
