@@ -210,11 +210,15 @@ func TestConfigEndpointsPublishEvents(t *testing.T) {
 func TestBadInputNamesTheField(t *testing.T) {
 	f := setup(t)
 	f.seed()
-	olt := func(kv string) string { return `{"name":"x","ip":"10.0.0.1","community":"c","brand_id":"huawei",` + kv + `}` }
+	olt := func(kv string) string {
+		return `{"name":"x","ip":"10.0.0.1","community":"c","brand_id":"huawei",` + kv + `}`
+	}
 	job := func(kv string) string {
 		return `{"name":"j","brand_id":"huawei","kind":"get","oid_ids":["hw-serial"],"interval_seconds":60,` + kv + `}`
 	}
-	oid := func(kv string) string { return `{"brand_id":"huawei","name":"n","field":"serial","decoder":{"kind":"string"},` + kv + `}` }
+	oid := func(kv string) string {
+		return `{"brand_id":"huawei","name":"n","field":"serial","decoder":{"kind":"string"},` + kv + `}`
+	}
 	for _, tc := range []struct {
 		name, method, path, body, field string
 	}{
@@ -347,18 +351,22 @@ func TestReadEndpoints(t *testing.T) {
 		t.Errorf("executions %v", out)
 	}
 
-	if _, err := f.db.Exec(ctx, `INSERT INTO brands (id, name, index_scheme, updated_at) VALUES ('huawei', 'Huawei', 'pon.onu', $1), ('zte', 'ZTE', 'pon.onu', $1);
-		INSERT INTO oids (id, brand_id, name, oid, field, decoder, updated_at) VALUES
+	for _, q := range []string{
+		`INSERT INTO brands (id, name, index_scheme, updated_at) VALUES ('huawei', 'Huawei', 'pon.onu', $1), ('zte', 'ZTE', 'pon.onu', $1)`,
+		`INSERT INTO oids (id, brand_id, name, oid, field, decoder, updated_at) VALUES
 			('hw-serial', 'huawei', 'serial', '1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3', 'serial', '{"kind":"hex_serial"}', $1),
-			('zte-serial', 'zte', 'serial', '1.3.6.1.4.1.3902', 'serial', '{"kind":"string"}', $1);
-		INSERT INTO snmp_jobs (id, name, brand_id, kind, oid_ids, interval_seconds, max_retries, retry_delay_seconds, timeout_seconds, priority, enabled, deleted, updated_at) VALUES
+			('zte-serial', 'zte', 'serial', '1.3.6.1.4.1.3902', 'serial', '{"kind":"string"}', $1)`,
+		`INSERT INTO snmp_jobs (id, name, brand_id, kind, oid_ids, interval_seconds, max_retries, retry_delay_seconds, timeout_seconds, priority, enabled, deleted, updated_at) VALUES
 			('disc', 'Discovery', 'huawei', 'discovery', '{hw-serial}', 3600, 3, 120, 0, 90, true, false, $1),
-			('gone', 'Gone', 'huawei', 'get', '{hw-serial}', 300, 3, 120, 0, 40, true, true, $1);
-		INSERT INTO coordinator_logs (olt_id, event_type, level, message, details, "timestamp", source_stream, source_seq) VALUES
+			('gone', 'Gone', 'huawei', 'get', '{hw-serial}', 300, 3, 120, 0, 40, true, true, $1)`,
+		`INSERT INTO coordinator_logs (olt_id, event_type, level, message, details, "timestamp", source_stream, source_seq) VALUES
 			('olt-a', 'TASK_ADDED', 'INFO', 'added', '{"job_id":"disc"}', $1, 'FACHO_AUDIT', 1),
 			('olt-a', 'EXECUTION_FAILED', 'ERROR', 'failed', '{}', $1, 'FACHO_EXEC', 1),
-			(NULL, 'PLAN_ADJUSTED', 'INFO', 'started', '{}', $1, 'FACHO_AUDIT', 2)`, now); err != nil {
-		t.Fatal(err)
+			(NULL, 'PLAN_ADJUSTED', 'INFO', 'started', '{}', $1, 'FACHO_AUDIT', 2)`,
+	} {
+		if _, err := f.db.Exec(ctx, q, now); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out := f.must("GET", "/api/v1/brands", "", http.StatusOK); out["count"] != float64(2) {
 		t.Errorf("brands %v", out)

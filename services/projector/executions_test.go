@@ -161,9 +161,11 @@ func TestConfigProjection(t *testing.T) {
 	// Postgres refuses the port (integer out of range, SQLSTATE 22003): no
 	// retry can fix that, so it is dead-lettered rather than retried forever.
 	r.publish(streams.SubjectOLT("olt-d"), streams.OLTUpserted{ID: "olt-d", Name: "D", IP: "10.0.0.4", Port: 1 << 40, BrandID: "huawei"})
+	// Postgres refuses a NUL in text (SQLSTATE 22021): dead-lettered too.
+	r.publish(streams.SubjectBrand("nul"), streams.BrandUpserted{ID: "nul", Name: "a\x00b", IndexScheme: SchemePonONU})
 	last = r.publish(streams.SubjectBrand("zte"), streams.BrandUpserted{ID: "zte", Name: "ZTE", IndexScheme: SchemePonONU})
 	r.waitCheckpoint(streams.ConsumerProjectorConfig, last)
-	r.eventually("2 dead letters", func() bool { return r.streamMsgs(streams.StreamDLQ) == 2 })
+	r.eventually("3 dead letters", func() bool { return r.streamMsgs(streams.StreamDLQ) == 3 })
 
 	ctx := context.Background()
 	var scheme, decoder string

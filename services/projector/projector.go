@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -129,9 +130,14 @@ func (p *projector) deadLetter(ctx context.Context, consumer string, seq uint64,
 // not fit the schema: SQLSTATE classes 22 data exception and 23 integrity
 // violation) as malformed, so they are dead-lettered instead of blocking
 // the consumer forever.
+// The same holds for a value pgx cannot encode into its column type (e.g.
+// an integer out of range), which pgx reports before sending anything.
 func permanentAsMalformed(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 && (pgErr.Code[:2] == "22" || pgErr.Code[:2] == "23") {
+		return fmt.Errorf("%w: %v", streams.ErrMalformed, err)
+	}
+	if strings.Contains(err.Error(), "failed to encode args") {
 		return fmt.Errorf("%w: %v", streams.ErrMalformed, err)
 	}
 	return err

@@ -271,3 +271,40 @@ func TestBadInputIsDeadLettered(t *testing.T) {
 		}
 	}
 }
+
+// A database error that a retry can fix (here: the table is briefly
+// missing) holds the consumer back without losing or reordering anything.
+func TestTransientDatabaseErrorIsRetried(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	if _, err := r.pool.Exec(ctx, `ALTER TABLE onu_data RENAME TO onu_data_away`); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	r.publish(streams.SubjectVarbinds("olt-t"), batch("olt-t", "e1", 1, t0, huaweiONU{id: 1, serial: 1, desc: "first", online: true, rx: -2000}))
+	last := r.publish(streams.SubjectVarbinds("olt-t"), batch("olt-t", "e2", 1, t0.Add(time.Minute), huaweiONU{id: 1, serial: 1, desc: "second", online: true, rx: -2100}))
+	// Let it fail a few rounds (in-place retries and a NAK at least).
+	r.eventually("a nacked delivery", func() bool {
+		c, err := r.js.Consumer(ctx, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumRedelivered > 0
+	})
+	if c, _ := projection.Checkpoint(ctx, r.pool, streams.ConsumerProjectorVarbinds); c != 0 {
+		t.Fatalf("checkpoint moved to %d while the table was missing", c)
+	}
+	if _, err := r.pool.Exec(ctx, `ALTER TABLE onu_data_away RENAME TO onu_data`); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCheckpoint(streams.ConsumerProjectorVarbinds, last)
+	got := r.onus("olt-t")
+	if len(got) != 1 || got[ONUKey{pon0, 1}].Description != "second" {
+		t.Fatalf("onu_data %+v, want the second batch's description", got)
+	}
+	if n := r.streamMsgs(streams.StreamDLQ); n != 0 {
+		t.Fatalf("%d dead letters for a transient error", n)
+	}
+}
