@@ -93,9 +93,12 @@ func envOr(getenv func(string) string, key, def string) string {
 func runProvision(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("streams provision", flag.ContinueOnError)
 	url := fs.String("nats", envOr(getenv, "FACHO_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL (FACHO_NATS_URL)")
-	replicas := fs.Int("replicas", atoi(getenv("FACHO_STREAM_REPLICAS"), 1), "stream replicas (FACHO_STREAM_REPLICAS)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	opts, err := streams.OptionsFromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("stream options: %w", err)
 	}
 	nc, err := nats.Connect(*url, nats.Name("facho-cli"))
 	if err != nil {
@@ -106,18 +109,11 @@ func runProvision(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
-	if err := streams.Provision(ctx, js, streams.Options{Replicas: *replicas}); err != nil {
+	if err := streams.Provision(ctx, js, opts); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "streams, consumers and KV buckets provisioned")
 	return nil
-}
-
-func atoi(s string, def int) int {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n
-	}
-	return def
 }
 
 // DefaultDevToken is the dev command's API token when FACHO_API_TOKEN is

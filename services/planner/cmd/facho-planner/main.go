@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	natsURL := fs.String("nats-url", envOr(getenv, "FACHO_NATS_URL", "nats://127.0.0.1:4222"), "NATS server URL (FACHO_NATS_URL)")
-	httpAddr := fs.String("http-addr", envOr(getenv, "FACHO_HTTP_ADDR", "127.0.0.1:9102"), "address of /metrics and /healthz (FACHO_HTTP_ADDR)")
+	httpAddr := fs.String("http-addr", envOr(getenv, "FACHO_HTTP_ADDR", "127.0.0.1:9101"), "address of /metrics and /healthz (FACHO_HTTP_ADDR)")
 	logLevel := fs.String("log-level", envOr(getenv, "FACHO_LOG_LEVEL", "info"), "log level (FACHO_LOG_LEVEL)")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
 	var cfg planner.Config
@@ -63,6 +63,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	streamOpts, err := streams.OptionsFromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("stream options: %w", err)
+	}
 	if *checkConfig {
 		fmt.Fprintln(stdout, "configuration ok")
 		return nil
@@ -79,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = streams.Provision(pctx, js, streams.Options{})
+	err = streams.Provision(pctx, js, streamOpts)
 	cancel()
 	if err != nil {
 		return err

@@ -91,9 +91,17 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (setting
 	fs.IntVar(&s.poller.BatchSize, "batch-size", envInt("FACHO_POLLER_BATCH_SIZE", 500), "varbinds per batch event (FACHO_POLLER_BATCH_SIZE)")
 	fs.DurationVar(&s.poller.LeaseBusyDelay, "lease-busy-delay", envDur("FACHO_LEASE_BUSY_DELAY", time.Second), "redelivery delay of a NodeDue whose OLT is busy (FACHO_LEASE_BUSY_DELAY)")
 	fs.DurationVar(&s.poller.ShutdownGrace, "shutdown-grace", envDur("FACHO_SHUTDOWN_GRACE", 10*time.Second), "time in-flight operations get on shutdown (FACHO_SHUTDOWN_GRACE)")
-	fs.DurationVar(&s.streams.LeaseTTL, "lease-ttl", envDur("FACHO_LEASE_TTL", 30*time.Second), "OLT lease TTL, provisioned on the lease bucket (FACHO_LEASE_TTL)")
-	fs.DurationVar(&s.streams.PollerAckWait, "ack-wait", envDur("FACHO_POLLER_ACK_WAIT", 30*time.Second), "AckWait of the poller consumer (FACHO_POLLER_ACK_WAIT)")
-	fs.IntVar(&s.streams.Replicas, "replicas", envInt("FACHO_STREAM_REPLICAS", 1), "JetStream replicas (FACHO_STREAM_REPLICAS)")
+	// Stream options come from the same variables every service reads
+	// (streams.OptionsFromEnv), so no service re-provisions them differently;
+	// the flags only override them for this instance's provisioning.
+	streamOpts, err := streams.OptionsFromEnv(getenv)
+	if err != nil {
+		parseErrs = append(parseErrs, err)
+	}
+	s.streams = streamOpts
+	fs.DurationVar(&s.streams.LeaseTTL, "lease-ttl", streamOpts.LeaseTTL, "OLT lease TTL, provisioned on the lease bucket (FACHO_LEASE_TTL)")
+	fs.DurationVar(&s.streams.PollerAckWait, "ack-wait", streamOpts.PollerAckWait, "AckWait of the poller consumer (FACHO_POLLER_ACK_WAIT)")
+	fs.IntVar(&s.streams.Replicas, "replicas", streamOpts.Replicas, "JetStream replicas (FACHO_STREAM_REPLICAS)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return s, err
 	}

@@ -79,6 +79,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	streamOpts, err := streams.OptionsFromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("stream options: %w", err)
+	}
 	if *checkConfig {
 		fmt.Fprintln(stdout, "configuration ok")
 		return nil
@@ -115,7 +119,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = streams.Provision(pctx, js, streams.Options{})
+	err = streams.Provision(pctx, js, streamOpts)
 	cancel()
 	if err != nil {
 		return err
