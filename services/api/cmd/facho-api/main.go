@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/facho-olt/facho/pkg/dbmigrate"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/services/api"
@@ -108,6 +109,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer pool.Close()
+	// The API reads the read models: make sure their schema exists even when
+	// it starts before the projector (tern serialises concurrent runs).
+	mctx, mcancel := context.WithTimeout(ctx, time.Minute)
+	err = dbmigrate.Apply(mctx, pool, log)
+	mcancel()
+	if err != nil {
+		return fmt.Errorf("migrate database: %w", err)
+	}
 	nc, err := nats.Connect(*natsURL, nats.Name("facho-api"), nats.MaxReconnects(-1))
 	if err != nil {
 		return fmt.Errorf("connect to nats: %w", err)
