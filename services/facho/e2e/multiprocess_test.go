@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/natsembed"
+	"github.com/facho-olt/facho/pkg/pgtest"
+	"github.com/facho-olt/facho/pkg/secret"
+	"github.com/facho-olt/facho/services/facho/devstack"
+	"github.com/facho-olt/facho/services/oltsim"
+)
+
+const token = "multiprocess-token-0123456789"
+
+// binaries are the production service binaries, built once per test run.
+var binaries = []string{
+	"github.com/facho-olt/facho/services/planner/cmd/facho-planner",
+	"github.com/facho-olt/facho/services/poller/cmd/facho-poller",
+	"github.com/facho-olt/facho/services/projector/cmd/facho-projector",
+	"github.com/facho-olt/facho/services/auditor/cmd/facho-auditor",
+	"github.com/facho-olt/facho/services/api/cmd/facho-api",
+}
+
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := append([]string{"build", "-o", dir + string(os.PathSeparator)}, binaries...)
+	cmd := exec.Command("go", args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// proc is one running service process.
+type proc struct {
+	name     string
+	cmd      *exec.Cmd
+	httpAddr string
+	mu       sync.Mutex
+	out      bytes.Buffer
+	done     chan error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func start(t *testing.T, bin, name string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, httpAddr: freeAddr(t), done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(append(os.Environ(), env...), "FACHO_HTTP_ADDR="+p.httpAddr)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", name, p.output())
+		}
+	})
+	return p
+}
+
+func get(url string) (int, string, error) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// TestServicesAsSeparateProcesses runs the five production binaries as
+// processes against one JetStream and one Postgres, configures two
+// simulated OLTs through the API and waits for their ONUs; then every
+// process must stop cleanly on SIGTERM.
+func TestServicesAsSeparateProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs five binaries")
+	}
+	binDir := buildBinaries(t)
+	srv, err := natsembed.Start(natsembed.Config{Port: -1, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	fleet, err := oltsim.Start(ctx, oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{
+		{Name: "olt-x", Listen: "127.0.0.1:0", Community: "mp-secret-community", Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 2, ONUsPerPort: 8}, Seed: 7},
+		{Name: "olt-y", Listen: "127.0.0.1:0", Community: "mp-secret-community", Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 16}, Seed: 8},
+	}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fleet.Close() })
+
+	key, err := secret.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiAddr := freeAddr(t)
+	env := []string{
+		"FACHO_NATS_URL=" + srv.URL(),
+		"DATABASE_URL=" + pgtest.URL(t),
+		"FACHO_SECRET_KEY=" + key,
+		"FACHO_API_TOKENS=" + token,
+		"FACHO_API_ADDR=" + apiAddr,
+		"FACHO_COORDINATOR_LOG=" + filepath.Join(t.TempDir(), "coordinator.log"),
+		"FACHO_LEASE_TTL=5s",
+	}
+	bin := func(name string) string { return filepath.Join(binDir, name) }
+	procs := []*proc{
+		start(t, bin("facho-projector"), "projector", env),
+		start(t, bin("facho-auditor"), "auditor", env),
+		start(t, bin("facho-api"), "api", env),
+		start(t, bin("facho-poller"), "poller-1", append(env, "FACHO_POLLER_ID=poller-1")),
+		start(t, bin("facho-poller"), "poller-2", append(env, "FACHO_POLLER_ID=poller-2")),
+		start(t, bin("facho-planner"), "planner", env, "-first-run-delay", "200ms", "-tick", "100ms"),
+	}
+
+	// Every process answers /healthz and /metrics.
+	for _, p := range procs {
+		waitUntil(t, p.name+" healthy", 30*time.Second, func() (bool, string) {
+			code, body, err := get("http://" + p.httpAddr + "/healthz")
+			if err != nil {
+				return false, err.Error()
+			}
+			return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+		})
+		code, body, err := get("http://" + p.httpAddr + "/metrics")
+		if err != nil || code != http.StatusOK || !strings.Contains(body, "go_goroutines") {
+			t.Errorf("%s /metrics: %d %v", p.name, code, err)
+		}
+	}
+
+	client := &devstack.Client{BaseURL: "http://" + apiAddr, Token: token}
+	waitUntil(t, "api up", 30*time.Second, func() (bool, string) {
+		code, _, err := get("http://" + apiAddr + "/healthz")
+		return err == nil && code == http.StatusOK, fmt.Sprint(code, err)
+	})
+	if _, err := devstack.ConfigureHuawei(ctx, client, fleet.OLTs(), devstack.DemoOptions{Community: "mp-secret-community", IntervalSeconds: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	for _, olt := range fleet.OLTs() {
+		want := len(olt.ONUs())
+		waitUntil(t, "ONUs of "+olt.Name(), 60*time.Second, func() (bool, string) {
+			var got struct {
+				ONUs []struct {
+					Serial string `json:"serial"`
+				} `json:"onus"`
+			}
+			if err := client.Do(ctx, http.MethodGet, "/api/v1/olts/"+olt.Name()+"/onus", nil, &got); err != nil {
+				return false, err.Error()
+			}
+			return len(got.ONUs) == want, fmt.Sprintf("%d of %d ONUs", len(got.ONUs), want)
+		})
+	}
+
+	// Graceful shutdown: SIGTERM, exit status 0, and no plaintext
+	// community in any process's logs.
+	for _, p := range procs {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatalf("signal %s: %v", p.name, err)
+		}
+	}
+	for _, p := range procs {
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("%s exited with %v", p.name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not stop within 30s of SIGTERM", p.name)
+		}
+		out := p.output()
+		if strings.Contains(out, "mp-secret-community") || strings.Contains(out, key) {
+			t.Errorf("%s logged a secret", p.name)
+		}
+		if !strings.Contains(out, `"service":`) {
+			t.Errorf("%s wrote no structured log lines", p.name)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: not reached in %s (last: %s)", what, limit, last)
+}
