@@ -69,7 +69,11 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		state: newState(timeouts{discovery: cfg.DiscoveryTimeoutSeconds, poll: cfg.PollTimeoutSeconds}),
 		sched: NewScheduler(cfg.FirstRunDelay, cfg.DelayedAfter),
 	}
-	return p.run(ctx)
+	err = p.run(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil // stopped while starting: a clean stop, not a failure
+	}
+	return err
 }
 
 func (p *planner) run(ctx context.Context) error {

@@ -48,6 +48,14 @@ type poller struct {
 // fetching, gives in-flight operations Config.ShutdownGrace to finish,
 // cancels the rest, releases their leases and returns nil.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
+	err := run(ctx, cfg, deps)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil // stopped while starting: a clean stop, not a failure
+	}
+	return err
+}
+
+func run(ctx context.Context, cfg Config, deps Deps) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("poller config: %w", err)
