@@ -135,8 +135,9 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", 30*time.Second, 10)),
 		ordered(mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", 30*time.Second, 10)),
 		ordered(mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data", 60*time.Second, 10)),
-		mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", 30*time.Second, 10),
-		mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", 30*time.Second, 10),
+		// The auditor's coordinator_logs are a projection too (checkpointed).
+		ordered(mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", 30*time.Second, 10)),
+		ordered(mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", 30*time.Second, 10)),
 	}
 }
 

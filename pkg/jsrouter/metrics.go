@@ -7,6 +7,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// Outcomes of one message, the outcome label of
+// facho_consumer_messages_total. The router sets acked, nacked and
+// dead_lettered; a handler names a finer success with Msg.SetOutcome.
+const (
+	OutcomeAcked        = "acked"         // handled, nothing finer said
+	OutcomeApplied      = "applied"       // changed a read model
+	OutcomeSkipped      = "skipped"       // already applied: redelivery, duplicate, replay
+	OutcomeIgnored      = "ignored"       // nothing for this consumer to do (an event type it does not use)
+	OutcomeNacked       = "nacked"        // failed for now; redelivered later
+	OutcomeDeadLettered = "dead_lettered" // sent to facho.dlq.<consumer>
+)
+
+// metrics are the per-consumer metrics of every Facho consumer; services
+// keep only their domain metrics.
 type metrics struct {
 	handled      *prometheus.CounterVec
 	deadLettered *prometheus.CounterVec
@@ -17,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "facho_consumer_messages_total",
-			Help: "Messages handled per durable consumer and outcome (acked, nacked, dead_lettered).",
+			Help: "Messages handled per durable consumer and outcome (acked, applied, skipped, ignored, nacked, dead_lettered).",
 		}, []string{"consumer", "outcome"}),
 		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "facho_consumer_dead_letters_total",
@@ -32,30 +46,28 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err error
-	if m.handled, err = register(reg, m.handled); err != nil {
-		return nil, err
-	}
-	if m.deadLettered, err = register(reg, m.deadLettered); err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(reg, m.duration); err != nil {
+	err := errors.Join(Register(reg, &m.handled), Register(reg, &m.deadLettered), Register(reg, &m.duration))
+	if err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// register registers c, or adopts the collector already registered under
-// the same name (a service restarted in the same process).
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("register metrics: %w", err)
+// Register registers *c on reg or, when a collector of the same name is
+// already there (a service restarted in the same process, or two routers
+// sharing a registry), points *c at that one so both count together.
+// Services use it for their own metrics too.
+func Register[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
+	err := reg.Register(*c)
+	if err == nil {
+		return nil
 	}
-	return c, nil
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			*c = existing
+			return nil
+		}
+	}
+	return fmt.Errorf("register metrics: %w", err)
 }

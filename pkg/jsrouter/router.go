@@ -32,6 +32,18 @@ type Msg struct {
 	// (e.g. InProgress on very long work). Do not Ack or Nak it: the
 	// router does.
 	Raw jetstream.Msg
+
+	outcome *string // where SetOutcome writes; nil outside a Router
+}
+
+// SetOutcome names what handling m did, for the outcome label of
+// facho_consumer_messages_total when the handler returns nil (default
+// OutcomeAcked). Use the Outcome constants. Outside a Router it does
+// nothing.
+func (m Msg) SetOutcome(outcome string) {
+	if m.outcome != nil {
+		*m.outcome = outcome
+	}
 }
 
 // Handler handles one message. Return nil to ack it; an error wrapping
@@ -127,7 +139,15 @@ func (r *Router) Handle(stream, durable string, h Handler) {
 		if err != nil {
 			return fmt.Errorf("%w: %v", streams.ErrMalformed, err)
 		}
-		return h(wm.Context(), m)
+		var outcome string
+		m.outcome = &outcome
+		if err := h(wm.Context(), m); err != nil {
+			return err
+		}
+		if outcome != "" {
+			wm.Metadata.Set(metaOutcome, outcome)
+		}
+		return nil
 	})
 }
 
@@ -136,8 +156,25 @@ func (r *Router) Handle(stream, durable string, h Handler) {
 func (r *Router) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- r.router.Run(ctx) }()
+	// Close only a router that is running: watermill counts a handler from
+	// AddHandler on, so closing one whose start-up failed (a subscription
+	// refused because ctx ended meanwhile) waits for a handler that never
+	// ran, until CloseTimeout.
 	select {
 	case err := <-errc:
+		_ = r.sub.Close()
+		switch {
+		case ctx.Err() != nil:
+			return nil // stopped while starting: a clean stop
+		case err != nil:
+			return fmt.Errorf("jsrouter: %w", err)
+		}
+		return errors.New("jsrouter: every handler stopped")
+	case <-r.router.Running():
+	}
+	select {
+	case err := <-errc:
+		_ = r.sub.Close()
 		if err != nil {
 			return fmt.Errorf("jsrouter: %w", err)
 		}
@@ -218,24 +255,30 @@ func (r *Router) deadLetter(h message.HandlerFunc) message.HandlerFunc {
 	}
 }
 
-const metaDeadLettered = "dead_lettered"
+// Metadata the middleware passes to countOutcome.
+const (
+	metaDeadLettered = "dead_lettered"
+	metaOutcome      = "outcome"
+)
 
 func (r *Router) countOutcome(h message.HandlerFunc) message.HandlerFunc {
 	return func(wm *message.Message) ([]*message.Message, error) {
 		start := time.Now()
 		out, err := h(wm)
 		consumer := wm.Metadata.Get(MetaConsumer)
-		outcome := "acked"
+		outcome := OutcomeAcked
 		switch {
 		case err != nil && errors.Is(err, context.Canceled):
 			// Shutting down: the subscriber hands the message back.
-			outcome = "nacked"
+			outcome = OutcomeNacked
 		case err != nil:
-			outcome = "nacked"
+			outcome = OutcomeNacked
 			r.cfg.Log.Warn().Err(err).Str(telemetry.KeyConsumer, consumer).Str(telemetry.KeyStreamSeq, wm.Metadata.Get(MetaStreamSeq)).
 				Dur("nack_delay", r.cfg.NackDelay).Msg("handler failed; message will be redelivered")
 		case wm.Metadata.Get(metaDeadLettered) != "":
-			outcome = "dead_lettered"
+			outcome = OutcomeDeadLettered
+		case wm.Metadata.Get(metaOutcome) != "":
+			outcome = wm.Metadata.Get(metaOutcome)
 		}
 		r.metrics.handled.WithLabelValues(consumer, outcome).Inc()
 		r.metrics.duration.WithLabelValues(consumer).Observe(time.Since(start).Seconds())

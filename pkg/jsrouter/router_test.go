@@ -13,78 +13,34 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/pkg/jsrouter/jsroutertest"
 	"github.com/facho-olt/facho/pkg/jstest"
 	"github.com/facho-olt/facho/streams"
 )
 
-// recorder collects what a handler saw.
-type recorder struct {
-	mu    sync.Mutex
-	seqs  []uint64
-	tries map[uint64]int
+// tries counts the deliveries of each sequence.
+type tries struct {
+	mu sync.Mutex
+	n  map[uint64]int
 }
 
-func (r *recorder) add(seq uint64) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.tries == nil {
-		r.tries = map[uint64]int{}
+func (c *tries) add(seq uint64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[uint64]int{}
 	}
-	r.tries[seq]++
-	return r.tries[seq]
+	c.n[seq]++
+	return c.n[seq]
 }
 
-func (r *recorder) done(seq uint64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.seqs = append(r.seqs, seq)
-}
-
-func (r *recorder) handled() []uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]uint64(nil), r.seqs...)
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+var eventually = jsroutertest.Eventually
 
 func startRouter(t *testing.T, js jetstream.JetStream, stream, durable string, h jsrouter.Handler) {
 	t.Helper()
-	r, err := jsrouter.New(js, jsrouter.Config{
-		Source:           "test",
-		SubscriberConfig: jsrouter.SubscriberConfig{NackDelay: 50 * time.Millisecond, FetchWait: 200 * time.Millisecond},
-		MaxRetries:       2,
-		RetryInitial:     time.Millisecond,
-		RetryMax:         5 * time.Millisecond,
-		Log:              zerolog.Nop(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := jsroutertest.New(t, js, nil)
 	r.Handle(stream, durable, h)
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case <-r.Running():
-	case err := <-errc:
-		t.Fatalf("router stopped at start: %v", err)
-	}
+	jsroutertest.Run(t, r)
 }
 
 func publish(t *testing.T, js jetstream.JetStream, subject string, n int) {
@@ -99,18 +55,18 @@ func publish(t *testing.T, js jetstream.JetStream, subject string, n int) {
 func TestInOrderAndAcked(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
 	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 25)
-	var rec recorder
+	var rec jsroutertest.Seqs
 	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
 		if want := fmt.Sprintf("m%d", m.Seq); string(m.Data) != want || m.Subject != streams.SubjectVarbinds("olt-1") || m.Stream != streams.StreamVarbinds {
 			return fmt.Errorf("%w: got %q on %s", streams.ErrMalformed, m.Data, m.Subject)
 		}
-		rec.done(m.Seq)
+		rec.Add(m.Seq)
 		return nil
 	})
-	eventually(t, "25 messages", func() bool { return len(rec.handled()) == 25 })
-	for i, s := range rec.handled() {
+	eventually(t, "25 messages", func() bool { return len(rec.Get()) == 25 })
+	for i, s := range rec.Get() {
 		if s != uint64(i+1) {
-			t.Fatalf("handled order %v", rec.handled())
+			t.Fatalf("handled order %v", rec.Get())
 		}
 	}
 	cons, err := env.JS.Consumer(context.Background(), streams.StreamVarbinds, streams.ConsumerProjectorVarbinds)
@@ -126,20 +82,21 @@ func TestInOrderAndAcked(t *testing.T) {
 func TestTransientErrorIsRetriedNotLost(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
 	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 3)
-	var rec recorder
+	var rec jsroutertest.Seqs
+	var n tries
 	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
 		// Seq 2 fails 5 times: more than the in-place retries (2), so it
 		// is Nacked and comes back from the server.
-		if m.Seq == 2 && rec.add(m.Seq) <= 5 {
+		if m.Seq == 2 && n.add(m.Seq) <= 5 {
 			return errors.New("database down")
 		}
-		rec.done(m.Seq)
+		rec.Add(m.Seq)
 		return nil
 	})
-	eventually(t, "3 messages", func() bool { return len(rec.handled()) == 3 })
+	eventually(t, "3 messages", func() bool { return len(rec.Get()) == 3 })
 	// projector-varbinds has MaxAckPending 1: the Nacked message holds the
 	// next ones back, so the order survives the redelivery.
-	if h := rec.handled(); h[0] != 1 || h[1] != 2 || h[2] != 3 {
+	if h := rec.Get(); h[0] != 1 || h[1] != 2 || h[2] != 3 {
 		t.Fatalf("handled %v, want [1 2 3]", h)
 	}
 }
@@ -147,7 +104,7 @@ func TestTransientErrorIsRetriedNotLost(t *testing.T) {
 func TestMalformedAndPanicGoToDeadLetter(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
 	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 4)
-	var rec recorder
+	var rec jsroutertest.Seqs
 	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
 		switch m.Seq {
 		case 2:
@@ -155,10 +112,10 @@ func TestMalformedAndPanicGoToDeadLetter(t *testing.T) {
 		case 3:
 			panic("nil map")
 		}
-		rec.done(m.Seq)
+		rec.Add(m.Seq)
 		return nil
 	})
-	eventually(t, "messages 1 and 4", func() bool { return len(rec.handled()) == 2 })
+	eventually(t, "messages 1 and 4", func() bool { return len(rec.Get()) == 2 })
 
 	ctx := context.Background()
 	dlq, err := env.JS.Stream(ctx, streams.StreamDLQ)
@@ -203,5 +160,35 @@ func TestSubscribeNeedsProvisionedConsumer(t *testing.T) {
 	}
 	if _, err := sub.Subscribe(context.Background(), "no-slash"); err == nil {
 		t.Fatal("accepted a bad topic")
+	}
+}
+
+// A router stopped while it is still subscribing stops cleanly and at once,
+// not after CloseTimeout waiting for a handler that never started.
+func TestStopDuringStartUp(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	for i := 0; i < 20; i++ {
+		r, err := jsrouter.New(env.JS, jsrouter.Config{Source: "test", CloseTimeout: 10 * time.Second, Log: zerolog.Nop(), SubscriberConfig: jsrouter.SubscriberConfig{FetchWait: 50 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, durable := range []string{streams.ConsumerProjectorVarbinds, streams.ConsumerProjectorExec, streams.ConsumerProjectorConfig} {
+			stream := map[string]string{streams.ConsumerProjectorVarbinds: streams.StreamVarbinds, streams.ConsumerProjectorExec: streams.StreamExec, streams.ConsumerProjectorConfig: streams.StreamConfig}[durable]
+			r.Handle(stream, durable, func(context.Context, jsrouter.Msg) error { return nil })
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		// Cancel at a different point of the start-up each round.
+		time.Sleep(time.Duration(i) * 200 * time.Microsecond)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: Run = %v, want a clean stop", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: Run did not return within 5s of cancel", i)
+		}
 	}
 }

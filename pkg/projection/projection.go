@@ -2,6 +2,10 @@
 // exactly once: the rows and the consumer's checkpoint (last applied stream
 // sequence) change in one transaction, and a sequence at or below the
 // checkpoint is skipped. Ack the message after Apply returns.
+//
+// Handler is the whole consumer side on pkg/jsrouter: decode, apply with
+// the checkpoint, dead-letter what can never apply (Permanent), and report
+// the outcome; every projection (projector, auditor) is built with it.
 package projection
 
 import (

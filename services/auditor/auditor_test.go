@@ -2,6 +2,7 @@ package auditor_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func startAuditor(t *testing.T, js jetstream.JetStream, db *pgxpool.Pool, cfg au
 	go func() {
 		defer wg.Done()
 		cfg.FetchWait = 100 * time.Millisecond
-		cfg.NakDelay = 200 * time.Millisecond
+		cfg.NackDelay = 200 * time.Millisecond
 		if err := auditor.Run(ctx, cfg, auditor.Deps{JS: js, DB: db, Log: zerolog.Nop(), Registry: prometheus.NewRegistry(), Now: now}); err != nil {
 			t.Errorf("auditor.Run: %v", err)
 		}
@@ -215,5 +216,95 @@ func TestCleanupDeletesOldRowsOnly(t *testing.T) {
 	n, err := auditor.Cleanup(ctx, db, now)
 	if err != nil || n != 2 {
 		t.Fatalf("Cleanup = %d, %v; want 2", n, err)
+	}
+}
+
+// A database that cannot take the rows for a while (here: the table is
+// away) holds the consumer back; nothing is lost, reordered, dead-lettered
+// or written twice to the file.
+func TestTransientDatabaseErrorIsRetriedWithoutLoss(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	db := pgtest.New(t)
+	ctx := context.Background()
+	if _, err := db.Exec(ctx, `ALTER TABLE coordinator_logs RENAME TO coordinator_logs_away`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		publish(t, env.JS, streams.SubjectAudit("planner"), t0.Add(time.Duration(i)*time.Second),
+			streams.AuditEvent{Kind: streams.AuditTaskAdded, Level: streams.LevelInfo, OLTID: "olt-a", Message: fmt.Sprintf("task %d", i+1)})
+	}
+	file := filepath.Join(t.TempDir(), "main.log")
+	stop := startAuditor(t, env.JS, db, auditor.Config{LogFile: file}, nil)
+	defer stop()
+	// Let it fail past the in-place retries: a NAK and a redelivery.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cons, err := env.JS.Consumer(ctx, streams.StreamAudit, streams.ConsumerAuditorAudit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := cons.Info(ctx)
+		if err == nil && info.NumRedelivered > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no redelivery while the table was away")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := db.Exec(ctx, `ALTER TABLE coordinator_logs_away RENAME TO coordinator_logs`); err != nil {
+		t.Fatal(err)
+	}
+	got := waitRows(t, db, 3)
+	stop()
+	for i, r := range got {
+		if r.seq != int64(i+1) || r.msg != fmt.Sprintf("task %d", i+1) {
+			t.Errorf("row %d = %+v", i, r)
+		}
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 3 {
+		t.Errorf("file has %d lines, want 3:\n%s", len(lines), b)
+	}
+	dlq, err := env.JS.Stream(ctx, streams.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := dlq.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Errorf("dead letters for a transient error: %+v, %v", info.State, err)
+	}
+}
+
+// A row Postgres will never take (a NUL in the OLT id: SQLSTATE 22021) is
+// dead-lettered with the reason, and the consumer carries on.
+func TestRowTheDatabaseRefusesIsDeadLettered(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	db := pgtest.New(t)
+	ctx := context.Background()
+	publish(t, env.JS, streams.SubjectAudit("planner"), t0, streams.AuditEvent{Kind: streams.AuditTaskAdded, Level: streams.LevelInfo, OLTID: "olt\x00a", Message: "refused"})
+	publish(t, env.JS, streams.SubjectAudit("planner"), t0.Add(time.Second), streams.AuditEvent{Kind: streams.AuditTaskAdded, Level: streams.LevelInfo, OLTID: "olt-a", Message: "next"})
+	stop := startAuditor(t, env.JS, db, auditor.Config{LogFile: "-"}, nil)
+	got := waitRows(t, db, 1)
+	stop()
+	if len(got) != 1 || got[0].msg != "next" || got[0].seq != 2 {
+		t.Fatalf("rows = %+v, want only the second message", got)
+	}
+	dlq, err := env.JS.Stream(ctx, streams.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := dlq.GetLastMsgForSubject(ctx, streams.SubjectDLQ(streams.ConsumerAuditorAudit))
+	if err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	_, dl, err := streams.Decode[streams.DeadLetter](raw.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dl.StreamSeq != 1 || !strings.Contains(dl.Reason, "22021") {
+		t.Errorf("dead letter %+v", dl)
 	}
 }

@@ -18,12 +18,13 @@ type Config struct {
 	Retention time.Duration
 	// CleanupInterval is how often old rows are deleted (seed 002: daily).
 	CleanupInterval time.Duration
-	// FetchBatch and FetchWait shape the pull loop.
-	FetchBatch int
-	FetchWait  time.Duration
-	// NakDelay is how long a message waits before redelivery after a
-	// transient failure (database down).
-	NakDelay time.Duration
+	// FetchWait bounds one pull from a consumer, and so how long shutdown
+	// may wait for an idle fetch; default 1s.
+	FetchWait time.Duration
+	// NackDelay is how long a message that failed for a transient reason
+	// (database down) waits before redelivery, after the in-place retries;
+	// default 5s.
+	NackDelay time.Duration
 	// Source names the auditor in dead-letter envelopes.
 	Source string
 }
@@ -45,14 +46,11 @@ func (c Config) WithDefaults() Config {
 	if c.CleanupInterval == 0 {
 		c.CleanupInterval = 24 * time.Hour
 	}
-	if c.FetchBatch == 0 {
-		c.FetchBatch = 100
-	}
 	if c.FetchWait == 0 {
 		c.FetchWait = time.Second
 	}
-	if c.NakDelay == 0 {
-		c.NakDelay = 5 * time.Second
+	if c.NackDelay == 0 {
+		c.NackDelay = 5 * time.Second
 	}
 	if c.Source == "" {
 		c.Source = "auditor"
@@ -72,13 +70,10 @@ func (c Config) Validate() error {
 	if c.CleanupInterval < time.Second {
 		errs = append(errs, fmt.Errorf("cleanup interval %s: want at least 1s", c.CleanupInterval))
 	}
-	if c.FetchBatch < 1 || c.FetchBatch > 1000 {
-		errs = append(errs, fmt.Errorf("fetch batch %d: want 1..1000", c.FetchBatch))
-	}
 	if c.FetchWait < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("fetch wait %s: want at least 10ms", c.FetchWait))
 	}
-	if c.NakDelay <= 0 {
+	if c.NackDelay <= 0 {
 		errs = append(errs, errors.New("nak delay must be positive"))
 	}
 	return errors.Join(errs...)

@@ -1,23 +1,22 @@
 package auditor
 
 import (
-	"fmt"
+	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/facho-olt/facho/pkg/jsrouter"
 )
 
+// metrics are the auditor's own; per-consumer outcomes (applied, skipped,
+// ignored, nacked, dead_lettered) are pkg/jsrouter's facho_consumer_*.
 type metrics struct {
-	entries    *prometheus.CounterVec
 	deleted    prometheus.Counter
 	fileErrors prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		entries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "facho_auditor_messages_total",
-			Help: "Messages handled by the auditor, by consumer and result (written, duplicate, skipped, dead_letter, retry).",
-		}, []string{"consumer", "result"}),
 		deleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_auditor_cleanup_deleted_total", Help: "coordinator_logs rows deleted by the retention cleanup.",
 		}),
@@ -25,10 +24,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_auditor_file_errors_total", Help: "Failed writes to the coordinator log file.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.entries, m.deleted, m.fileErrors} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register auditor metrics: %w", err)
-		}
+	if reg == nil {
+		return m, nil
+	}
+	if err := errors.Join(jsrouter.Register(reg, &m.deleted), jsrouter.Register(reg, &m.fileErrors)); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

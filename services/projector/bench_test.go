@@ -45,11 +45,11 @@ func BenchmarkApplyVarbindBatch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		seq := uint64(i + 1)
-		fn, err := p.decodeVarbinds(jsrouter.Msg{Seq: seq, Data: payloads[i%2]})
+		ch, err := p.decodeVarbinds(jsrouter.Msg{Seq: seq, Data: payloads[i%2]})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := projection.Apply(ctx, pool, streams.ConsumerProjectorVarbinds, seq, fn); err != nil {
+		if _, err := projection.Apply(ctx, pool, streams.ConsumerProjectorVarbinds, seq, ch.Apply); err != nil {
 			b.Fatal(err)
 		}
 	}

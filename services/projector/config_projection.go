@@ -9,18 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/streams"
 )
 
 // decodeConfig turns a configuration event into its upsert. The sealed SNMP
 // community of OLTUpserted is dropped here: it never reaches Postgres.
-func (p *projector) decodeConfig(m jsrouter.Msg) (applyFunc, error) {
+func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 	env, err := streams.DecodeEnvelope(m.Data)
 	if err != nil {
-		return nil, err
+		return projection.Change{}, err
 	}
 	if env.Version != 1 {
-		return nil, fmt.Errorf("%w: %s version %d not supported", streams.ErrMalformed, env.Type, env.Version)
+		return projection.Change{}, fmt.Errorf("%w: %s version %d not supported", streams.ErrMalformed, env.Type, env.Version)
 	}
 	at := env.Time
 	if at.IsZero() {
@@ -30,46 +31,46 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (applyFunc, error) {
 	case streams.TypeBrandUpserted:
 		var e streams.BrandUpserted
 		if err := streams.DecodeData(env, &e); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		if err := needID(env, e.ID); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) error {
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO brands (id, name, description, index_scheme, updated_at) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
 				index_scheme = EXCLUDED.index_scheme, updated_at = EXCLUDED.updated_at`,
 				e.ID, e.Name, e.Description, e.IndexScheme, at)
 			return wrap(err, "upsert brand %s", e.ID)
-		}, nil
+		}}, nil
 	case streams.TypeOIDUpserted:
 		var e streams.OIDUpserted
 		if err := streams.DecodeData(env, &e); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		if err := needID(env, e.ID); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		dec, err := json.Marshal(e.Decoder)
 		if err != nil {
-			return nil, fmt.Errorf("%w: oid %s decoder: %v", streams.ErrMalformed, e.ID, err)
+			return projection.Change{}, fmt.Errorf("%w: oid %s decoder: %v", streams.ErrMalformed, e.ID, err)
 		}
-		return func(ctx context.Context, tx pgx.Tx) error {
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO oids (id, brand_id, name, oid, field, decoder, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
 				ON CONFLICT (id) DO UPDATE SET brand_id = EXCLUDED.brand_id, name = EXCLUDED.name, oid = EXCLUDED.oid,
 				field = EXCLUDED.field, decoder = EXCLUDED.decoder, updated_at = EXCLUDED.updated_at`,
 				e.ID, e.BrandID, e.Name, e.OID, e.Field, string(dec), at)
 			return wrap(err, "upsert oid %s", e.ID)
-		}, nil
+		}}, nil
 	case streams.TypeOLTUpserted:
 		var e streams.OLTUpserted
 		if err := streams.DecodeData(env, &e); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		if err := needID(env, e.ID); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) error {
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO olts (id, name, ip, port, brand_id, enabled, description, deleted, updated_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, false, $8)
 				ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, ip = EXCLUDED.ip, port = EXCLUDED.port,
@@ -77,32 +78,32 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (applyFunc, error) {
 				deleted = false, updated_at = EXCLUDED.updated_at`,
 				e.ID, e.Name, e.IP, e.Port, e.BrandID, e.Enabled, e.Description, at)
 			return wrap(err, "upsert olt %s", e.ID)
-		}, nil
+		}}, nil
 	case streams.TypeOLTDeleted:
 		var e streams.OLTDeleted
 		if err := streams.DecodeData(env, &e); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		if err := needID(env, e.ID); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) error {
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `UPDATE olts SET deleted = true, enabled = false, updated_at = $2 WHERE id = $1`, e.ID, at)
 			return wrap(err, "delete olt %s", e.ID)
-		}, nil
+		}}, nil
 	case streams.TypeJobUpserted:
 		var e streams.JobUpserted
 		if err := streams.DecodeData(env, &e); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		if err := needID(env, e.ID); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		oidIDs := e.OIDIDs
 		if oidIDs == nil {
 			oidIDs = []string{}
 		}
-		return func(ctx context.Context, tx pgx.Tx) error {
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO snmp_jobs (id, name, brand_id, kind, oid_ids, interval_seconds, max_retries,
 				retry_delay_seconds, timeout_seconds, priority, enabled, deleted, updated_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, false, $12)
@@ -113,50 +114,50 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (applyFunc, error) {
 				e.ID, e.Name, e.BrandID, e.Kind, oidIDs, e.IntervalSeconds, e.MaxRetries, e.RetryDelaySeconds,
 				e.TimeoutSeconds, e.Priority, e.Enabled, at)
 			return wrap(err, "upsert job %s", e.ID)
-		}, nil
+		}}, nil
 	case streams.TypeJobDeleted:
 		var e streams.JobDeleted
 		if err := streams.DecodeData(env, &e); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		if err := needID(env, e.ID); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) error {
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `UPDATE snmp_jobs SET deleted = true, enabled = false, updated_at = $2 WHERE id = $1`, e.ID, at)
 			return wrap(err, "delete job %s", e.ID)
-		}, nil
+		}}, nil
 	case streams.TypeJobOLTAssigned:
 		var e streams.JobOLTAssigned
 		if err := streams.DecodeData(env, &e); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		if err := needIDs(env, e.JobID, e.OLTID); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) error {
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO snmp_job_olts (job_id, olt_id, enabled, deleted, updated_at) VALUES ($1, $2, $3, false, $4)
 				ON CONFLICT (job_id, olt_id) DO UPDATE SET enabled = EXCLUDED.enabled, deleted = false, updated_at = EXCLUDED.updated_at`,
 				e.JobID, e.OLTID, e.Enabled, at)
 			return wrap(err, "assign job %s to olt %s", e.JobID, e.OLTID)
-		}, nil
+		}}, nil
 	case streams.TypeJobOLTUnassigned:
 		var e streams.JobOLTUnassigned
 		if err := streams.DecodeData(env, &e); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
 		if err := needIDs(env, e.JobID, e.OLTID); err != nil {
-			return nil, err
+			return projection.Change{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) error {
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `UPDATE snmp_job_olts SET deleted = true, enabled = false, updated_at = $3 WHERE job_id = $1 AND olt_id = $2`,
 				e.JobID, e.OLTID, at)
 			return wrap(err, "unassign job %s from olt %s", e.JobID, e.OLTID)
-		}, nil
+		}}, nil
 	default:
 		// A type this version does not know is dead-lettered, not dropped:
 		// it stays visible, and a replay after an upgrade applies it.
-		return nil, fmt.Errorf("%w: unknown configuration event type %q", streams.ErrMalformed, env.Type)
+		return projection.Change{}, fmt.Errorf("%w: unknown configuration event type %q", streams.ErrMalformed, env.Type)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -39,23 +40,23 @@ func rank(status string) int {
 // decodeNodeDue records a due node as a PENDING execution, unless the
 // execution is already known (a lifecycle event may be projected first:
 // the streams are independent); then only the queue fields are filled in.
-func (p *projector) decodeNodeDue(m jsrouter.Msg) (applyFunc, error) {
+func (p *projector) decodeNodeDue(m jsrouter.Msg) (projection.Change, error) {
 	_, n, err := streams.Decode[streams.NodeDue](m.Data)
 	if err != nil {
-		return nil, err
+		return projection.Change{}, err
 	}
 	var scheduled *time.Time
 	if !n.ScheduledAt.IsZero() {
 		scheduled = &n.ScheduledAt
 	}
-	return func(ctx context.Context, tx pgx.Tx) error {
+	return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, scheduled_at, node_id, kind, priority, delay_seconds, updated_at)
 			VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8, now())
 			ON CONFLICT (id) DO UPDATE SET scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
 			node_id = EXCLUDED.node_id, kind = EXCLUDED.kind, priority = EXCLUDED.priority, delay_seconds = EXCLUDED.delay_seconds`,
 			n.ExecutionID, n.JobID, n.OLTID, scheduled, n.NodeID, n.Kind, n.Priority, n.DelaySeconds)
 		return wrap(err, "record pending execution %s", n.ExecutionID)
-	}, nil
+	}}, nil
 }
 
 // execEvent is one lifecycle event in the form of an executions row.
@@ -70,12 +71,12 @@ type execEvent struct {
 	Error                      string
 }
 
-func (p *projector) decodeExec(m jsrouter.Msg) (applyFunc, error) {
+func (p *projector) decodeExec(m jsrouter.Msg) (projection.Change, error) {
 	ev, err := decodeExecEvent(m.Data)
 	if err != nil {
-		return nil, err
+		return projection.Change{}, err
 	}
-	return func(ctx context.Context, tx pgx.Tx) error {
+	return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 		applied, err := applyExecEvent(ctx, tx, ev)
 		if err != nil {
 			return err
@@ -86,7 +87,7 @@ func (p *projector) decodeExec(m jsrouter.Msg) (applyFunc, error) {
 				Str("status", ev.Status).Msg("stale or backward execution event ignored")
 		}
 		return nil
-	}, nil
+	}}, nil
 }
 
 func decodeExecEvent(data []byte) (execEvent, error) {

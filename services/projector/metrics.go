@@ -2,14 +2,16 @@ package projector
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/facho-olt/facho/pkg/jsrouter"
 )
 
+// metrics are the projector's domain metrics; the per-consumer outcomes
+// (applied, skipped, dead_lettered, ...) and handling times are pkg/jsrouter's
+// facho_consumer_* metrics.
 type metrics struct {
-	events          *prometheus.CounterVec
-	applySeconds    *prometheus.HistogramVec
 	onuRows         prometheus.Counter
 	varbindsSkipped *prometheus.CounterVec
 	staleExec       prometheus.Counter
@@ -19,15 +21,6 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "facho_projector_events_total",
-			Help: "Stream messages per consumer: applied, or skipped as already applied (duplicate or redelivery). Dead letters are in facho_consumer_dead_letters_total.",
-		}, []string{"consumer", "result"}),
-		applySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "facho_projector_apply_seconds",
-			Help:    "Time to apply one message (transaction included).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"consumer"}),
 		onuRows: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_projector_onu_rows_upserted_total",
 			Help: "onu_data rows inserted or updated.",
@@ -52,42 +45,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err error
-	if m.events, err = register(reg, m.events); err != nil {
-		return nil, err
-	}
-	if m.applySeconds, err = register(reg, m.applySeconds); err != nil {
-		return nil, err
-	}
-	if m.onuRows, err = register(reg, m.onuRows); err != nil {
-		return nil, err
-	}
-	if m.varbindsSkipped, err = register(reg, m.varbindsSkipped); err != nil {
-		return nil, err
-	}
-	if m.staleExec, err = register(reg, m.staleExec); err != nil {
-		return nil, err
-	}
-	if m.onuEvents, err = register(reg, m.onuEvents); err != nil {
-		return nil, err
-	}
-	if m.outboxFailures, err = register(reg, m.outboxFailures); err != nil {
+	err := errors.Join(
+		jsrouter.Register(reg, &m.onuRows),
+		jsrouter.Register(reg, &m.varbindsSkipped),
+		jsrouter.Register(reg, &m.staleExec),
+		jsrouter.Register(reg, &m.onuEvents),
+		jsrouter.Register(reg, &m.outboxFailures),
+	)
+	if err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or adopts the collector already registered under
-// the same name (a service restarted in the same process).
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("register metrics: %w", err)
-	}
-	return c, nil
 }

@@ -8,26 +8,27 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/streams"
 )
 
 // decodeVarbinds decodes a varbind batch with its own columns and returns
 // the onu_data upsert, which also writes the ONU-change events it causes to
-// the outbox.
-func (p *projector) decodeVarbinds(m jsrouter.Msg) (applyFunc, error) {
+// the outbox, and their publication after commit.
+func (p *projector) decodeVarbinds(m jsrouter.Msg) (projection.Change, error) {
 	_, b, err := streams.Decode[streams.VarbindBatch](m.Data)
 	if err != nil {
-		return nil, err
+		return projection.Change{}, err
 	}
 	d, err := DecodeBatch(b)
 	if err != nil {
-		return nil, err
+		return projection.Change{}, err
 	}
 	collected := b.CollectedAt
 	if collected.IsZero() {
-		return nil, fmt.Errorf("%w: varbind batch without collected_at", streams.ErrMalformed)
+		return projection.Change{}, fmt.Errorf("%w: varbind batch without collected_at", streams.ErrMalformed)
 	}
-	return func(ctx context.Context, tx pgx.Tx) error {
+	apply := func(ctx context.Context, tx pgx.Tx) error {
 		n, changes, err := upsertONUs(ctx, tx, b.OLTID, b.ExecutionID, collected.UTC(), d)
 		if err != nil {
 			return err
@@ -49,7 +50,10 @@ func (p *projector) decodeVarbinds(m jsrouter.Msg) (applyFunc, error) {
 			p.metrics.onuEvents.WithLabelValues(c.Change).Inc()
 		}
 		return nil
-	}, nil
+	}
+	// The events are committed in the outbox: a failed publish is retried
+	// by the outbox loop, not by redelivering the batch.
+	return projection.Change{Apply: apply, Committed: p.outbox.flushLogged}, nil
 }
 
 // onuChange is one ONU whose state a batch changed.

@@ -274,43 +274,41 @@ func (s *Stack) port(i int) int {
 	return s.cfg.MetricsPort + i
 }
 
-func (s *Stack) startServices(ctx context.Context) error {
-	reg, log, err := s.serve(ctx, "planner", s.port(0))
+// goService runs one service beside its own telemetry server.
+func (s *Stack) goService(ctx context.Context, name string, port int, run func(reg *prometheus.Registry, log zerolog.Logger) error) error {
+	reg, log, err := s.serve(ctx, name, port)
 	if err != nil {
 		return err
 	}
-	s.group.Go(func() error {
-		return wrap("planner", planner.Run(ctx, s.cfg.Planner, planner.Deps{JS: s.JS, Log: log, Registry: reg}))
-	})
+	s.group.Go(func() error { return wrap(name, run(reg, log)) })
+	return nil
+}
 
+func (s *Stack) startServices(ctx context.Context) error {
+	if err := s.goService(ctx, "planner", s.port(0), func(reg *prometheus.Registry, log zerolog.Logger) error {
+		return planner.Run(ctx, s.cfg.Planner, planner.Deps{JS: s.JS, Log: log, Registry: reg})
+	}); err != nil {
+		return err
+	}
 	for i := 0; i < s.cfg.Pollers; i++ {
-		name := fmt.Sprintf("poller-%d", i+1)
-		reg, log, err := s.serve(ctx, name, s.port(1+i))
-		if err != nil {
+		pcfg := s.cfg.Poller
+		pcfg.PollerID = fmt.Sprintf("poller-%d", i+1)
+		if err := s.goService(ctx, pcfg.PollerID, s.port(1+i), func(reg *prometheus.Registry, log zerolog.Logger) error {
+			return poller.Run(ctx, pcfg, poller.Deps{JS: s.JS, Log: log, Registry: reg, Box: s.Box})
+		}); err != nil {
 			return err
 		}
-		pcfg := s.cfg.Poller
-		pcfg.PollerID = name
-		s.group.Go(func() error {
-			return wrap(name, poller.Run(ctx, pcfg, poller.Deps{JS: s.JS, Log: log, Registry: reg, Box: s.Box}))
-		})
 	}
-
-	reg, log, err = s.serve(ctx, "projector", s.port(1+s.cfg.Pollers))
-	if err != nil {
+	if err := s.goService(ctx, "projector", s.port(1+s.cfg.Pollers), func(reg *prometheus.Registry, log zerolog.Logger) error {
+		return projector.Run(ctx, s.cfg.Projector, projector.Deps{JS: s.JS, DB: s.DB, Log: log, Registry: reg})
+	}); err != nil {
 		return err
 	}
-	s.group.Go(func() error {
-		return wrap("projector", projector.Run(ctx, s.cfg.Projector, projector.Deps{JS: s.JS, DB: s.DB, Log: log, Registry: reg}))
-	})
-
-	reg, log, err = s.serve(ctx, "auditor", s.port(2+s.cfg.Pollers))
-	if err != nil {
+	if err := s.goService(ctx, "auditor", s.port(2+s.cfg.Pollers), func(reg *prometheus.Registry, log zerolog.Logger) error {
+		return auditor.Run(ctx, s.cfg.Auditor, auditor.Deps{JS: s.JS, DB: s.DB, Log: log, Registry: reg})
+	}); err != nil {
 		return err
 	}
-	s.group.Go(func() error {
-		return wrap("auditor", auditor.Run(ctx, s.cfg.Auditor, auditor.Deps{JS: s.JS, DB: s.DB, Log: log, Registry: reg}))
-	})
 
 	if s.Fleet != nil && s.cfg.SimControlAddr != "" {
 		s.group.Go(func() error {

@@ -29,6 +29,9 @@ func TestCheckConfig(t *testing.T) {
 		{"bad duration in env", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_LEASE_TTL": "soon"}, false},
 		{"lease ttl too short", []string{"-lease-ttl", "10ms"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
 		{"bad log level", []string{"-log-level", "loud"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+		{"historical and common names of the nats and http flags", []string{"-nats", "nats://n:4222", "-http", "", "-nats-url", "nats://m:4222", "-http-addr", ":0"}, map[string]string{"FACHO_SECRET_KEY": key}, true},
+		{"replicas out of range", []string{"-replicas", "9"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+		{"malformed env fallback", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_POLLER_WORKERS": "many"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -1,0 +1,51 @@
+package jsrouter_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/pkg/jsrouter/jsroutertest"
+	"github.com/facho-olt/facho/pkg/jstest"
+	"github.com/facho-olt/facho/streams"
+)
+
+// The outcome label is acked unless the handler names a finer one; two
+// routers on one registry count together instead of failing to register.
+func TestOutcomeMetrics(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 3)
+	reg := prometheus.NewRegistry()
+	jsroutertest.New(t, env.JS, reg) // registers first; the next one adopts its collectors
+	r := jsroutertest.New(t, env.JS, reg)
+	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+		if m.Seq == 2 {
+			m.SetOutcome(jsrouter.OutcomeIgnored)
+		}
+		return nil
+	})
+	jsroutertest.Run(t, r)
+	jsroutertest.Eventually(t, "3 outcomes", func() bool {
+		o := jsroutertest.Outcomes(t, reg, streams.ConsumerProjectorVarbinds)
+		return o[jsrouter.OutcomeAcked] == 2 && o[jsrouter.OutcomeIgnored] == 1
+	})
+}
+
+func TestRegister(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	first := prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"})
+	if err := jsrouter.Register(reg, &first); err != nil {
+		t.Fatal(err)
+	}
+	again := prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"})
+	if err := jsrouter.Register(reg, &again); err != nil || again != first {
+		t.Fatalf("Register did not adopt the registered counter: %v", err)
+	}
+	clash := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "x_total", Help: "other"}, []string{"l"})
+	if err := jsrouter.Register(reg, &clash); err == nil {
+		t.Fatal("Register accepted a different collector under a taken name")
+	}
+}

@@ -1,0 +1,110 @@
+package servicemain
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/facho-olt/facho/pkg/dbmigrate"
+	"github.com/facho-olt/facho/pkg/pgboot"
+	"github.com/facho-olt/facho/pkg/telemetry"
+)
+
+// Start-up bounds: a server that does not answer within them is reported
+// rather than waited for forever.
+const (
+	migrateTimeout   = time.Minute
+	provisionTimeout = 30 * time.Second
+)
+
+// start connects what the service needs and runs it beside the telemetry
+// server until ctx ends or either of them fails.
+func (b Binary) start(ctx context.Context, c Common, ch checked, log zerolog.Logger) error {
+	reg := telemetry.NewRegistry()
+	deps := Deps{Box: ch.box, Log: log, Registry: reg, Health: telemetry.NewHealth()}
+	if b.Database != NoDatabase {
+		pool, closeDB, err := openDatabase(ctx, c, log)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
+		deps.DB = pool
+		deps.Health.Add("postgres", pool.Ping)
+	}
+	clientName := "facho-" + b.Name
+	if b.ClientName != nil {
+		clientName = b.ClientName()
+	}
+	conn, err := connectNATS(ctx, c, clientName)
+	if err != nil {
+		return err
+	}
+	defer conn.drain(log)
+	deps.JS = conn.js
+	deps.Health.Add("nats", conn.check)
+	return b.serve(ctx, c.HTTPAddr, deps)
+}
+
+// openDatabase opens the pool (starting the private cluster first when
+// configured) and applies the migrations, so a service never waits on
+// another to create its schema (tern serialises concurrent runs). closeDB
+// closes the pool and stops a cluster this call started.
+func openDatabase(ctx context.Context, c Common, log zerolog.Logger) (pool *pgxpool.Pool, closeDB func(), err error) {
+	url, stopCluster := c.DatabaseURL, func() error { return nil }
+	if c.PGDataDir != "" {
+		url, stopCluster, err = pgboot.Ensure(ctx, pgboot.Config{DatabaseURL: c.DatabaseURL, DataDir: c.PGDataDir, Log: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("database: %w", err)
+		}
+	}
+	closeDB = func() {
+		if pool != nil {
+			pool.Close()
+		}
+		if err := stopCluster(); err != nil {
+			log.Error().Err(err).Msg("stop private PostgreSQL")
+		}
+	}
+	pool, err = pgxpool.New(ctx, url)
+	if err != nil {
+		closeDB()
+		return nil, nil, fmt.Errorf("open database: %w", err)
+	}
+	mctx, cancel := context.WithTimeout(ctx, migrateTimeout)
+	err = dbmigrate.Apply(mctx, pool, log)
+	cancel()
+	if err != nil {
+		closeDB()
+		return nil, nil, fmt.Errorf("migrate database: %w", err)
+	}
+	return pool, closeDB, nil
+}
+
+// serve runs the service and the telemetry server in one errgroup: the
+// failure of either stops the other, and so does the service's end, since
+// a binary whose service is done has nothing left to report on.
+func (b Binary) serve(ctx context.Context, httpAddr string, deps Deps) error {
+	g, gctx := errgroup.WithContext(ctx)
+	sctx, stop := context.WithCancel(gctx)
+	defer stop()
+	g.Go(func() error {
+		defer stop()
+		if err := b.Service(sctx, deps); err != nil {
+			return fmt.Errorf("run %s: %w", b.Name, err)
+		}
+		return nil
+	})
+	if httpAddr != "" {
+		g.Go(func() error {
+			return telemetry.Serve(sctx, httpAddr, telemetry.Mux(deps.Registry, deps.Health), func(a net.Addr) {
+				deps.Log.Info().Str(telemetry.KeyAddr, a.String()).Msg("telemetry listening")
+			})
+		})
+	}
+	return g.Wait()
+}
