@@ -2,6 +2,8 @@ package oltsim
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -10,6 +12,24 @@ type Shape struct {
 	Slots        int `json:"slots" yaml:"slots"`
 	PortsPerSlot int `json:"ports_per_slot" yaml:"ports_per_slot"`
 	ONUsPerPort  int `json:"onus_per_port" yaml:"onus_per_port"`
+}
+
+// ParseShape reads "SLOTSxPORTSxONUS" (e.g. "1x2x16"), the form the
+// commands take on their command line.
+func ParseShape(s string) (Shape, error) {
+	parts := strings.Split(s, "x")
+	if len(parts) != 3 {
+		return Shape{}, fmt.Errorf("shape %q: want SLOTSxPORTSxONUS, e.g. 1x2x16", s)
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 1 {
+			return Shape{}, fmt.Errorf("shape %q: %q is not a positive number", s, p)
+		}
+		n[i] = v
+	}
+	return Shape{Slots: n[0], PortsPerSlot: n[1], ONUsPerPort: n[2]}, nil
 }
 
 // Faults are injected per OLT and may be changed while it runs.

@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -121,22 +120,6 @@ func runProvision(ctx context.Context, args []string, getenv func(string) string
 // tokens of their own.
 const DefaultDevToken = "facho-dev-token-change-me"
 
-func parseShape(s string) (oltsim.Shape, error) {
-	parts := strings.Split(s, "x")
-	if len(parts) != 3 {
-		return oltsim.Shape{}, fmt.Errorf("shape %q: want SLOTSxPORTSxONUS, e.g. 1x2x16", s)
-	}
-	var n [3]int
-	for i, p := range parts {
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 1 {
-			return oltsim.Shape{}, fmt.Errorf("shape %q: %q is not a positive number", s, p)
-		}
-		n[i] = v
-	}
-	return oltsim.Shape{Slots: n[0], PortsPerSlot: n[1], ONUsPerPort: n[2]}, nil
-}
-
 func runDev(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -155,7 +138,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	shape, err := parseShape(*shapeText)
+	shape, err := oltsim.ParseShape(*shapeText)
 	if err != nil {
 		return err
 	}

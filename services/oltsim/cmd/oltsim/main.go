@@ -89,22 +89,6 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	return o, nil
 }
 
-func parseShape(s string) (oltsim.Shape, error) {
-	parts := strings.Split(s, "x")
-	if len(parts) != 3 {
-		return oltsim.Shape{}, fmt.Errorf("shape %q: want SLOTSxPORTSxONUS", s)
-	}
-	var n [3]int
-	for i, p := range parts {
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 {
-			return oltsim.Shape{}, fmt.Errorf("shape %q: bad number %q", s, p)
-		}
-		n[i] = v
-	}
-	return oltsim.Shape{Slots: n[0], PortsPerSlot: n[1], ONUsPerPort: n[2]}, nil
-}
-
 // nthAddr returns host:port+i, keeping port 0 as 0.
 func nthAddr(listen string, i int) (string, error) {
 	host, port, err := net.SplitHostPort(listen)
@@ -123,7 +107,7 @@ func nthAddr(listen string, i int) (string, error) {
 
 func fleetFromFlags(o options) (oltsim.FleetConfig, error) {
 	var cfg oltsim.FleetConfig
-	shape, err := parseShape(o.shape)
+	shape, err := oltsim.ParseShape(o.shape)
 	if err != nil {
 		return cfg, err
 	}

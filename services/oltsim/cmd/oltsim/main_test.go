@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/gosnmp/gosnmp"
 )
 
@@ -159,9 +160,11 @@ func TestParseShape(t *testing.T) {
 		{"1x2x16", true, [3]int{1, 2, 16}},
 		{"2x16", false, [3]int{}},
 		{"ax2x3", false, [3]int{}},
+		{"1x0x4", false, [3]int{}},
+		{"1x-2x4", false, [3]int{}},
 	}
 	for _, tc := range tests {
-		s, err := parseShape(tc.in)
+		s, err := oltsim.ParseShape(tc.in)
 		if (err == nil) != tc.ok || tc.ok && [3]int{s.Slots, s.PortsPerSlot, s.ONUsPerPort} != tc.want {
 			t.Errorf("%s: %+v %v", tc.in, s, err)
 		}
