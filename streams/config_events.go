@@ -70,8 +70,9 @@ type BrandUpserted struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// IndexScheme says how a row index names an ONU: "pon.onu" (the
-	// index is <pon port index>.<onu id>, Huawei/ZTE/V-SOL) or "fiberhome"
-	// (one packed integer slot*2^25+pon*2^19+onu*2^8).
+	// index is <pon port index>.<onu id>, Huawei/ZTE/V-SOL, possibly
+	// followed by a sub-index such as ZTE's optical table's ".1") or
+	// "fiberhome" (one packed integer slot*2^25+pon*2^19+onu*2^8).
 	IndexScheme string `json:"index_scheme"`
 }
 

@@ -138,7 +138,7 @@ func (m *Manager) Acquire(ctx context.Context, oltID string, info Info) (*Lease,
 		rec:      rec,
 		token:    rev,
 		rev:      rev,
-		lastOK:   time.Now(),
+		lastOK:   now, // before Create: the key's clock started later
 		lost:     make(chan struct{}),
 		stop:     make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -231,7 +231,9 @@ func (l *Lease) markLost(err error) {
 // renewLoop renews every ttl/3; a refused compare-and-swap means someone
 // else has the key (or it expired), so the lease is lost at once. Transport
 // errors are retried until no renewal succeeded for 2/3 of the TTL: by then
-// the key may expire any moment, so we stop trusting it.
+// the key may expire any moment, so we stop trusting it. No renewal waits
+// past that point (see renew), so the loss is known a third of the TTL
+// before another holder can take the key.
 func (l *Lease) renewLoop() {
 	defer close(l.loopDone)
 	every := l.m.ttl / 3
@@ -257,23 +259,39 @@ func (l *Lease) renewLoop() {
 			l.mu.Lock()
 			since := time.Since(l.lastOK)
 			l.mu.Unlock()
-			if since >= l.m.ttl*2/3 {
+			if since >= l.trustFor() {
 				l.markLost(fmt.Errorf("%w: no renewal of %s for %s: %v", ErrLost, l.key, since.Round(time.Millisecond), err))
 				return
 			}
-			t.Reset(retry)
+			t.Reset(min(retry, l.trustFor()-since))
 		}
 	}
 }
 
-// renew is one compare-and-swap renewal.
+// trustFor is how long after the last successful renewal the lease is
+// still trusted.
+func (l *Lease) trustFor() time.Duration { return l.m.ttl * 2 / 3 }
+
+// renew is one compare-and-swap renewal. It waits ttl/3 at most, and never
+// past the moment the lease stops being trusted: a renewal still waiting
+// then would keep a holder working on an OLT whose key may have expired and
+// been taken.
 func (l *Lease) renew() error {
-	ctx, cancel := context.WithTimeout(context.Background(), l.m.ttl/3)
-	defer cancel()
 	l.mu.Lock()
 	rec := l.rec
 	rev := l.rev
+	lastOK := l.lastOK
 	l.mu.Unlock()
+	now := time.Now()
+	deadline := lastOK.Add(l.trustFor())
+	if !now.Before(deadline) {
+		return fmt.Errorf("%w: no renewal of %s for %s", ErrLost, l.key, now.Sub(lastOK).Round(time.Millisecond))
+	}
+	if d := now.Add(l.m.ttl / 3); d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 	rec.RenewedAt = time.Now().UTC()
 	val, err := json.Marshal(rec)
 	if err != nil {
@@ -287,7 +305,9 @@ func (l *Lease) renew() error {
 		return fmt.Errorf("renew lease %s: %w", l.key, err)
 	}
 	l.mu.Lock()
-	l.rev, l.rec, l.lastOK = newRev, rec, time.Now()
+	// The key's clock restarted when the server stored the update, after
+	// now: counting from now keeps the trust window on the safe side.
+	l.rev, l.rec, l.lastOK = newRev, rec, now
 	l.mu.Unlock()
 	return nil
 }

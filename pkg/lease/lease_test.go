@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,6 +224,59 @@ func TestNewManagerValidates(t *testing.T) {
 	} {
 		if _, err := NewManager(tc.kv, tc.holder, tc.ttl); (err == nil) != tc.ok {
 			t.Errorf("%s: err=%v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// unreachableKV is a bucket whose renewals fail (NATS unreachable); it
+// records the deadline of every renewal.
+type unreachableKV struct {
+	jetstream.KeyValue
+	mu        sync.Mutex
+	deadlines []time.Time
+}
+
+func (u *unreachableKV) Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error) {
+	d, _ := ctx.Deadline()
+	u.mu.Lock()
+	u.deadlines = append(u.deadlines, d)
+	u.mu.Unlock()
+	return 0, errors.New("nats: timeout")
+}
+
+// A holder that cannot renew must give the lease up before the key can
+// expire and another poller take the OLT: no renewal may still be waiting
+// for an answer past 2/3 of the TTL since the last one that succeeded.
+func TestUnrenewableLeaseIsGivenUpBeforeItExpires(t *testing.T) {
+	kv, _ := setup(t)
+	u := &unreachableKV{KeyValue: kv}
+	m, err := NewManager(u, "poller-a", testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.Acquire(context.Background(), "olt-1", Info{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := time.Now() // not before the lease's own clock started
+	select {
+	case <-l.Lost():
+	case <-time.After(10 * testTTL):
+		t.Fatal("loss not reported")
+	}
+	if !errors.Is(l.Err(), ErrLost) {
+		t.Fatalf("err %v, want ErrLost", l.Err())
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.deadlines) == 0 {
+		t.Fatal("no renewal was tried")
+	}
+	giveUp := acquired.Add(testTTL * 2 / 3)
+	for i, d := range u.deadlines {
+		if d.IsZero() || d.After(giveUp) {
+			t.Errorf("renewal %d waits until %s, %s after the holder must have given up", i+1,
+				d.Format("15:04:05.000"), d.Sub(giveUp))
 		}
 	}
 }

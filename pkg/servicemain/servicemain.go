@@ -10,6 +10,7 @@ package servicemain
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -112,12 +113,13 @@ func (b Binary) Run(ctx context.Context, args []string, getenv func(string) stri
 
 // Main is a binary's func main: it runs run with the process's arguments,
 // environment and standard streams until SIGINT or SIGTERM, and exits 1
-// with the error on stderr if run fails.
+// with the error on stderr if run fails. -h (flag.ErrHelp: the usage is
+// printed already) exits 0.
 func Main(command string, run func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", command, err)
 		os.Exit(1)
 	}

@@ -102,7 +102,8 @@ func Serve(ctx context.Context, addr string, h http.Handler, ready func(net.Addr
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Timeouts everywhere: a slow or idle client cannot hold a connection.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
 	if ready != nil {
 		ready(ln.Addr())
 	}

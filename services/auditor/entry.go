@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/facho-olt/facho/streams"
 )
@@ -103,10 +104,7 @@ const redacted = "[REDACTED]"
 func sanitize(e Entry) Entry {
 	e.Message = sanitizeString(e.Message)
 	e.Details = sanitizeMap(e.Details)
-	e.EventType = sanitizeString(e.EventType)
-	if len(e.EventType) > 64 {
-		e.EventType = e.EventType[:64]
-	}
+	e.EventType = cut(sanitizeString(e.EventType), 64)
 	return e
 }
 
@@ -114,9 +112,21 @@ func sanitizeString(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	s = controlChars.ReplaceAllString(s, "")
 	if len(s) > 4000 {
-		s = s[:4000] + "..."
+		s = cut(s, 4000) + "..."
 	}
 	return s
+}
+
+// cut shortens s to at most n bytes without splitting a character:
+// Postgres refuses invalid UTF-8, which would dead-letter the entry.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func sanitizeMap(m map[string]any) map[string]any {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/facho-olt/facho/streams"
 )
@@ -83,5 +84,25 @@ func TestSanitize(t *testing.T) {
 	}
 	if e.Details["list"].([]any)[0].(map[string]any)["secret"] != redacted || e.Details["count"] != 3 {
 		t.Errorf("details %v", e.Details)
+	}
+}
+
+// Cutting a long message or event type must not split a character:
+// Postgres refuses invalid UTF-8 (22021), which would dead-letter the entry.
+func TestSanitizeCutsOnCharacterBoundaries(t *testing.T) {
+	e := sanitize(Entry{
+		Message:   strings.Repeat("a", 3999) + strings.Repeat("ñ", 10),
+		EventType: strings.Repeat("E", 63) + "É",
+		Details:   map[string]any{"error": strings.Repeat("x", 3998) + "€€"},
+	})
+	if !utf8.ValidString(e.Message) || !utf8.ValidString(e.EventType) || !utf8.ValidString(e.Details["error"].(string)) {
+		t.Fatalf("invalid UTF-8 after cutting: message %q, event type %q, detail %q",
+			e.Message[3990:], e.EventType, e.Details["error"].(string)[3990:])
+	}
+	if !strings.HasPrefix(e.Message, strings.Repeat("a", 3999)) || !strings.HasSuffix(e.Message, "...") || len(e.Message) > 4003 {
+		t.Errorf("message cut to %d bytes: ...%q", len(e.Message), e.Message[3990:])
+	}
+	if len(e.EventType) > 64 || !strings.HasPrefix(e.EventType, strings.Repeat("E", 63)) {
+		t.Errorf("event type %q", e.EventType)
 	}
 }

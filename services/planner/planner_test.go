@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +209,7 @@ func TestTwoPlannersEmitEachRunOnce(t *testing.T) {
 	waitA()
 	waitB()
 	seen := map[string]bool{}
+	var scheduled []time.Time
 	for _, d := range dues {
 		var nd streams.NodeDue
 		if err := streams.DecodeData(d, &nd); err != nil {
@@ -217,6 +219,15 @@ func TestTwoPlannersEmitEachRunOnce(t *testing.T) {
 			t.Errorf("execution %s emitted twice", nd.ExecutionID)
 		}
 		seen[nd.ExecutionID] = true
+		scheduled = append(scheduled, nd.ScheduledAt)
+	}
+	// Distinct ids alone would also pass if the planners kept two
+	// schedules: runs must stay an interval (1s) apart.
+	sort.Slice(scheduled, func(i, j int) bool { return scheduled[i].Before(scheduled[j]) })
+	for i := 1; i < len(scheduled); i++ {
+		if gap := scheduled[i].Sub(scheduled[i-1]); gap < time.Second {
+			t.Errorf("runs scheduled %s apart (%s, %s): the interval is 1s", gap, scheduled[i-1], scheduled[i])
+		}
 	}
 }
 

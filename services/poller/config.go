@@ -38,7 +38,8 @@ type Config struct {
 	MaxRepetitions int
 	// GetChunk is how many OIDs one GET carries. Default 10, at most 60.
 	GetChunk int
-	// BatchSize is the number of varbinds per VarbindBatch. Default 500.
+	// BatchSize is the most varbinds per VarbindBatch; a batch is also cut
+	// at half the server's maximum payload. Default 500.
 	BatchSize int
 	// NodeTimeout bounds a whole node when NodeDue.TimeoutSeconds is 0.
 	// Default 60s.

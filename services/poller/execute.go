@@ -151,9 +151,10 @@ type execution struct {
 	// community is kept only to scrub it from error texts.
 	community string
 
-	pending  []streams.Varbind
-	batches  int
-	varbinds int
+	pending      []streams.Varbind
+	pendingBytes int // JSON size of pending, near enough
+	batches      int
+	varbinds     int
 }
 
 // run performs the attempt and says whether the NodeDue goes back to the
@@ -276,15 +277,24 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 	}
 }
 
-// add buffers one varbind and publishes a batch when the buffer is full.
+// add buffers one varbind and publishes a batch when the buffer is full:
+// BatchSize varbinds, or enough bytes that one more long value could take
+// the message past the server's maximum payload.
 func (ex *execution) add(ctx context.Context, vb streams.Varbind) error {
 	ex.pending = append(ex.pending, vb)
+	ex.pendingBytes += varbindJSONSize(vb)
 	ex.varbinds++
 	ex.p.metrics.varbinds.Inc()
-	if len(ex.pending) >= ex.p.cfg.BatchSize {
+	if len(ex.pending) >= ex.p.cfg.BatchSize || ex.pendingBytes >= ex.p.maxBatchBytes {
 		return ex.flush(ctx)
 	}
 	return nil
+}
+
+// varbindJSONSize is the size of vb in a batch: values are hex, decimal or
+// dotted, so JSON escapes nothing.
+func varbindJSONSize(vb streams.Varbind) int {
+	return len(vb.OID) + len(vb.Type) + len(vb.Value) + len(`{"oid":"","type":"","value":""},`)
 }
 
 // flush publishes the buffered varbinds as one VarbindBatch, unless the
@@ -310,7 +320,7 @@ func (ex *execution) flush(ctx context.Context) error {
 		return fmt.Errorf("%w %d: %w", errPublish, n, err)
 	}
 	ex.batches = n
-	ex.pending = nil
+	ex.pending, ex.pendingBytes = nil, 0
 	ex.p.metrics.batches.Inc()
 	return nil
 }

@@ -42,6 +42,9 @@ type poller struct {
 	leases  *lease.Manager
 	exec    jetstream.Stream
 	metrics *metrics
+	// maxBatchBytes cuts a varbind batch before it nears the server's
+	// maximum payload (see batchByteBudget).
+	maxBatchBytes int
 }
 
 // Run takes NodeDue from the poller consumer until ctx ends, then stops
@@ -94,7 +97,8 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	p := &poller{
 		cfg: cfg, js: deps.JS, box: deps.Box, retry: retry, leases: leases, exec: exec, metrics: m,
-		log: deps.Log.With().Str(telemetry.KeyPoller, cfg.PollerID).Str(telemetry.KeyConsumer, streams.ConsumerPoller).Logger(),
+		maxBatchBytes: batchByteBudget(deps.JS),
+		log:           deps.Log.With().Str(telemetry.KeyPoller, cfg.PollerID).Str(telemetry.KeyConsumer, streams.ConsumerPoller).Logger(),
 	}
 	return p.run(ctx, cons)
 }
@@ -159,6 +163,16 @@ func (p *poller) worker(ctx, work context.Context, cons jetstream.Consumer) {
 			sleep(ctx, p.cfg.FetchWait)
 		}
 	}
+}
+
+// batchByteBudget is half the connection's maximum payload (1 MB by
+// default): a batch over the limit is refused by the server on every
+// attempt, and the other half leaves room for the columns and envelope.
+func batchByteBudget(js jetstream.JetStream) int {
+	if nc := js.Conn(); nc != nil && nc.MaxPayload() > 0 {
+		return int(nc.MaxPayload() / 2)
+	}
+	return 512 << 10
 }
 
 func sleep(ctx context.Context, d time.Duration) {

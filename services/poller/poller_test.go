@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,5 +273,50 @@ func TestLostLeaseAbortsTheWalk(t *testing.T) {
 	// The stale holder did not delete the intruder's key.
 	if v, held := e.leaseHolder(t, "olt-a"); !held || !strings.Contains(v, "intruder") {
 		t.Fatalf("lease after loss: %q held=%v", v, held)
+	}
+}
+
+// A batch is cut by bytes too, below the connection's maximum payload:
+// long values (descriptions of a few hundred characters are common) in a
+// batch size Validate accepts would otherwise make every walk of the OLT
+// fail to publish, attempt after attempt.
+func TestBatchesStayUnderTheMaxPayload(t *testing.T) {
+	const rows = 3000
+	desc := strings.Repeat("cliente con una descripcion larga ", 12) // 408 bytes, 816 in hex
+	var rec strings.Builder
+	for i := range rows {
+		fmt.Fprintf(&rec, "%s.43.1.9.4194312192.%d|4|%s-%d\n", huaweiBase, i, desc, i)
+	}
+	path := filepath.Join(t.TempDir(), "long.snmprec")
+	if err := os.WriteFile(path, []byte(rec.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, oltsim.OLTConfig{Name: "olt-long", Recording: path})
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 2000, MaxRepetitions: 50})
+	node := e.nodeDue("olt-long", "exec-long", "job-disc")
+	node.OIDs = huaweiColumns[1:2] // descriptions
+	e.publishNodeDue(t, node)
+
+	ev := e.waitEnded(t, "olt-long", "exec-long", 60*time.Second)
+	if len(ev.failed) > 0 {
+		t.Fatalf("execution failed: %+v", ev.failed[0])
+	}
+	if ev.succeeded[0].Varbinds != rows {
+		t.Fatalf("succeeded with %d varbinds, want %d", ev.succeeded[0].Varbinds, rows)
+	}
+	limit := int(e.NC.MaxPayload())
+	total := 0
+	for _, m := range e.streamMsgs(t, streams.StreamVarbinds, streams.SubjectVarbinds("olt-long")) {
+		if len(m.Data) > limit {
+			t.Errorf("batch of %d bytes, max payload %d", len(m.Data), limit)
+		}
+		_, b, err := streams.Decode[streams.VarbindBatch](m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(b.Varbinds)
+	}
+	if total != rows {
+		t.Fatalf("%d varbinds in the batches, want %d", total, rows)
 	}
 }

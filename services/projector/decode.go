@@ -139,16 +139,24 @@ func match(cols []column, oid string) (column, string, bool) {
 
 // ParseIndex turns a row index (the OID suffix after the column) into an
 // ONU key.
-//   - "pon.onu": "<pon index>.<onu id>" (Huawei, ZTE, V-SOL).
+//   - "pon.onu": "<pon index>.<onu id>" (Huawei, ZTE, V-SOL), possibly
+//     followed by a sub-index that names no other ONU: ZTE's optical table
+//     (1082.500.20.2.2.2.1) is indexed "<pon>.<onu>.1". The ONU is named
+//     by the first two arcs; the rest must be numeric and is ignored.
 //   - "fiberhome": one integer slot*2^25 + pon*2^19 + onu*2^8; the PON
-//     index is that integer with its two low bytes cleared (slot and pon
-//     bits kept), the ONU id is bits 8..15.
+//     index is that integer with its 19 low bits cleared (slot and pon
+//     bits kept), the ONU id is bits 8..18.
 func ParseIndex(scheme, suffix string) (ONUKey, error) {
 	parts := strings.Split(suffix, ".")
 	switch scheme {
 	case SchemePonONU:
-		if len(parts) != 2 {
+		if len(parts) < 2 {
 			return ONUKey{}, fmt.Errorf("index %q: want <pon>.<onu>", suffix)
+		}
+		for _, sub := range parts[2:] {
+			if _, err := strconv.ParseUint(sub, 10, 32); err != nil {
+				return ONUKey{}, fmt.Errorf("index %q: sub-index %q is not an arc", suffix, sub)
+			}
 		}
 		pon, err1 := strconv.ParseInt(parts[0], 10, 64)
 		onu, err2 := strconv.ParseInt(parts[1], 10, 64)
@@ -164,7 +172,7 @@ func ParseIndex(scheme, suffix string) (ONUKey, error) {
 		if err != nil || idx < 0 {
 			return ONUKey{}, fmt.Errorf("index %q: want a non-negative integer", suffix)
 		}
-		return ONUKey{PonIndex: idx &^ 0xffff, ONUID: (idx >> 8) & 0xff}, nil
+		return ONUKey{PonIndex: idx &^ (1<<19 - 1), ONUID: (idx >> 8) & (1<<11 - 1)}, nil
 	default:
 		return ONUKey{}, fmt.Errorf("unknown index scheme %q", scheme)
 	}

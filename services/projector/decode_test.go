@@ -85,11 +85,17 @@ func TestParseIndex(t *testing.T) {
 		{SchemePonONU, "4194304000.5", ONUKey{4194304000, 5}, true},
 		{SchemePonONU, "0.0", ONUKey{0, 0}, true},
 		{SchemePonONU, "4194304000", ONUKey{}, false},
-		{SchemePonONU, "1.2.3", ONUKey{}, false},
+		{SchemePonONU, "285278465.3.1", ONUKey{285278465, 3}, true}, // ZTE optical table: <pon>.<onu>.1
+		{SchemePonONU, "1.2.x", ONUKey{}, false},
+		{SchemePonONU, "1.2.", ONUKey{}, false},
 		{SchemePonONU, "a.1", ONUKey{}, false},
 		{SchemePonONU, "-1.1", ONUKey{}, false},
 		{SchemeFiberhome, fh(1, 2, 3), ONUKey{1<<25 | 2<<19, 3}, true},
 		{SchemeFiberhome, fh(16, 16, 128), ONUKey{16<<25 | 16<<19, 128}, true},
+		// The ONU field is bits 8..18: ids from 256 on (the simulator
+		// numbers a 256-ONU port 1..256) keep their PON.
+		{SchemeFiberhome, fh(1, 2, 256), ONUKey{1<<25 | 2<<19, 256}, true},
+		{SchemeFiberhome, fh(3, 63, 2047), ONUKey{3<<25 | 63<<19, 2047}, true},
 		{SchemeFiberhome, "1.2", ONUKey{}, false},
 		{"nokia", "1.2", ONUKey{}, false},
 	} {

@@ -23,6 +23,24 @@ var fiberhomeColumns = []streams.OIDSpec{
 	{ID: "fh-rx", OID: "1.3.6.1.4.1.5875.800.3.9.3.3.1.6", Field: streams.FieldRxPower, Decoder: streams.Decoder{Kind: "scaled", Scale: 0.01}},
 }
 
+// zteColumns read a ZTE C300 (1082 tree, shared/OLT-OIDS.md); its Rx power
+// table is indexed <pon>.<onu>.1, one arc more than the ONU tables.
+var zteColumns = []streams.OIDSpec{
+	{ID: "zte-desc", OID: "1.3.6.1.4.1.3902.1082.500.10.2.3.3.1.3", Field: streams.FieldDescription, Decoder: streams.Decoder{Kind: "string"}},
+	{ID: "zte-serial", OID: "1.3.6.1.4.1.3902.1082.500.10.2.3.3.1.18", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "hex_serial"}},
+	{ID: "zte-phase", OID: "1.3.6.1.4.1.3902.1082.500.10.2.3.8.1.4", Field: streams.FieldStatus, Decoder: streams.Decoder{Kind: "enum",
+		Enum: map[string]string{"1": "OFFLINE", "2": "OFFLINE", "3": "OFFLINE", "4": "ONLINE", "5": "OFFLINE", "6": "OFFLINE", "7": "OFFLINE"}}},
+	{ID: "zte-rx", OID: "1.3.6.1.4.1.3902.1082.500.20.2.2.2.1.10", Field: streams.FieldRxPower, Decoder: streams.Decoder{Kind: "scaled", Scale: 0.002, Offset: -30, NoReading: noReading(65535)}},
+}
+
+// vsolColumns read a V-SOL V1600G: optical values are decimal strings.
+var vsolColumns = []streams.OIDSpec{
+	{ID: "vsol-status", OID: "1.3.6.1.4.1.37950.1.1.6.1.1.1.1.5", Field: streams.FieldStatus, Decoder: streams.Decoder{Kind: "enum", Enum: map[string]string{"3": "ONLINE", "2": "OFFLINE"}}},
+	{ID: "vsol-desc", OID: "1.3.6.1.4.1.37950.1.1.6.1.1.2.1.3", Field: streams.FieldDescription, Decoder: streams.Decoder{Kind: "string"}},
+	{ID: "vsol-serial", OID: "1.3.6.1.4.1.37950.1.1.6.1.1.2.1.5", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "hex_serial"}},
+	{ID: "vsol-rx", OID: "1.3.6.1.4.1.37950.1.1.6.1.1.3.1.7", Field: streams.FieldRxPower, Decoder: streams.Decoder{Kind: "float_string"}},
+}
+
 // walk reads columns from a simulated OLT over real SNMP and renders the
 // varbinds as the contract says (hex OctetStrings, decimal integers).
 func walk(t *testing.T, olt *oltsim.OLT, cols []streams.OIDSpec) []streams.Varbind {
@@ -61,7 +79,10 @@ func TestSimulatedOLTsProjectAsTheyAre(t *testing.T) {
 	ctx := context.Background()
 	fleet, err := oltsim.Start(ctx, oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{
 		{Name: "hw", Listen: "127.0.0.1:0", Community: "public", Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 2, ONUsPerPort: 12}, Seed: 1},
-		{Name: "fh", Listen: "127.0.0.1:0", Community: "public", Profile: "fiberhome-an5516", Shape: oltsim.Shape{Slots: 2, PortsPerSlot: 1, ONUsPerPort: 10}, Seed: 2},
+		// 256 ONUs a port: ids 1..256, the last one past 8 bits.
+		{Name: "fh", Listen: "127.0.0.1:0", Community: "public", Profile: "fiberhome-an5516", Shape: oltsim.Shape{Slots: 2, PortsPerSlot: 1, ONUsPerPort: 256}, Seed: 2},
+		{Name: "zte", Listen: "127.0.0.1:0", Community: "public", Profile: "zte-c300", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 2, ONUsPerPort: 10}, Seed: 3},
+		{Name: "vsol", Listen: "127.0.0.1:0", Community: "public", Profile: "vsol-v1600g", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 2, ONUsPerPort: 10}, Seed: 4},
 	}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +95,12 @@ func TestSimulatedOLTsProjectAsTheyAre(t *testing.T) {
 		olt    string
 		scheme string
 		cols   []streams.OIDSpec
-	}{{"hw", SchemePonONU, huaweiColumns}, {"fh", SchemeFiberhome, fiberhomeColumns}} {
+	}{
+		{"hw", SchemePonONU, huaweiColumns},
+		{"fh", SchemeFiberhome, fiberhomeColumns},
+		{"zte", SchemePonONU, zteColumns},
+		{"vsol", SchemePonONU, vsolColumns},
+	} {
 		sim := fleet.OLT(tc.olt)
 		b := streams.VarbindBatch{ExecutionID: "e-" + tc.olt, JobID: "j", OLTID: tc.olt, IndexScheme: tc.scheme, Columns: tc.cols,
 			CollectedAt: time.Now().UTC(), Varbinds: walk(t, sim, tc.cols)}

@@ -93,6 +93,9 @@ func runProvision(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("streams provision", flag.ContinueOnError)
 	url := fs.String("nats", envOr(getenv, "FACHO_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL (FACHO_NATS_URL)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // usage printed; -h is not a failure
+		}
 		return err
 	}
 	opts, err := streams.OptionsFromEnv(getenv)
@@ -136,6 +139,9 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	pollers := fs.Int("pollers", 2, "poller instances")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // usage printed; -h is not a failure
+		}
 		return err
 	}
 	shape, err := oltsim.ParseShape(*shapeText)

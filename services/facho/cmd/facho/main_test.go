@@ -24,6 +24,7 @@ func TestRun(t *testing.T) {
 		{"catalogue", []string{"streams", "catalogue"}, "", "facho.varbinds.<olt_id>"},
 		{"streams without verb", []string{"streams"}, "want provision or catalogue", ""},
 		{"dev check-config", []string{"dev", "-check-config"}, "", "configuration ok"},
+		{"dev help", []string{"dev", "-h"}, "", ""},
 		{"dev bad shape", []string{"dev", "-check-config", "-shape", "2x16"}, "SLOTSxPORTSxONUS", ""},
 		{"dev zero onus", []string{"dev", "-check-config", "-shape", "1x2x0"}, "not a positive number", ""},
 		{"dev no pollers", []string{"dev", "-check-config", "-pollers", "-1"}, "pollers", ""},

@@ -30,7 +30,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.DurationVar(&cfg.SNMPTimeout, "snmp-timeout", env.Duration("FACHO_SNMP_TIMEOUT", 2*time.Second), "timeout of one SNMP request (FACHO_SNMP_TIMEOUT)")
 			fs.IntVar(&cfg.SNMPRetries, "snmp-retries", env.Int("FACHO_SNMP_RETRIES", 1), "retries of one SNMP request, -1 for none (FACHO_SNMP_RETRIES)")
 			fs.IntVar(&cfg.MaxRepetitions, "max-repetitions", env.Int("FACHO_SNMP_MAX_REPETITIONS", 10), "GETBULK max-repetitions (FACHO_SNMP_MAX_REPETITIONS)")
-			fs.IntVar(&cfg.BatchSize, "batch-size", env.Int("FACHO_POLLER_BATCH_SIZE", 500), "varbinds per batch event (FACHO_POLLER_BATCH_SIZE)")
+			fs.IntVar(&cfg.BatchSize, "batch-size", env.Int("FACHO_POLLER_BATCH_SIZE", 500), "most varbinds per batch event; a batch is also cut at half the NATS max payload (FACHO_POLLER_BATCH_SIZE)")
 			fs.DurationVar(&cfg.LeaseBusyDelay, "lease-busy-delay", env.Duration("FACHO_LEASE_BUSY_DELAY", time.Second), "redelivery delay of a NodeDue whose OLT is busy (FACHO_LEASE_BUSY_DELAY)")
 			fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", env.Duration("FACHO_SHUTDOWN_GRACE", 10*time.Second), "time in-flight operations get on shutdown (FACHO_SHUTDOWN_GRACE)")
 			// These override streams.OptionsFromEnv for this instance's
