@@ -79,6 +79,7 @@ func samples() []Event {
 		ExecutionStarted{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now},
 		ExecutionSucceeded{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, FinishedAt: now, Varbinds: 10, Batches: 1},
 		ExecutionFailed{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, StartedAt: now, FinishedAt: now, Error: "request timeout", Retryable: true},
+		ExecutionSkipped{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", ScheduledAt: now.Add(-10 * time.Minute), SkippedAt: now, Reason: "stale: scheduled at 2026-11-21T11:50:00Z, interval 300s; a newer run supersedes it"},
 		VarbindBatch{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", IndexScheme: "pon.onu", Columns: []OIDSpec{spec}, CollectedAt: now, Varbinds: []Varbind{{OID: spec.OID + ".4194304000.1", Type: VTInteger, Value: "-2150"}}},
 		ONUChanged{OLTID: "olt-1", PonIndex: 4194304000, ONUID: 1, Change: ONUDiscovered, Current: ONUState{Serial: "HWTC1A2B3C4D", Status: "ONLINE", RxPowerDBm: &rx}, ExecutionID: "e1", ObservedAt: now},
 		AuditEvent{OLTID: "olt-1", Kind: AuditTaskAdded, Level: LevelInfo, Message: "task added", Details: map[string]any{"job_id": "disc"}},

@@ -86,7 +86,7 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
 		mk(StreamConfig, SubjectsConfig, "configuration events: brands, OIDs, OLTs, jobs, assignments (kept forever)", 0),
 		mk(StreamSchedule, SubjectsSchedule, "NodeDue: planner says a job is due on an OLT", o.ScheduleMaxAge),
-		mk(StreamExec, SubjectsExec, "execution lifecycle: started, succeeded, failed", o.EventsMaxAge),
+		mk(StreamExec, SubjectsExec, "execution lifecycle: started, succeeded, failed, skipped", o.EventsMaxAge),
 		mk(StreamVarbinds, SubjectsVarbinds, "raw varbind batches read from OLTs", o.VarbindsMaxAge),
 		mk(StreamONU, SubjectsONU, "ONU-change events for integrators", o.EventsMaxAge),
 		mk(StreamAudit, SubjectsAudit, "audit events: coordinator decisions", o.EventsMaxAge),

@@ -72,6 +72,9 @@ const (
 	PhaseStarted   = "started"
 	PhaseSucceeded = "succeeded"
 	PhaseFailed    = "failed"
+	// PhaseSkipped: the run was not made because a newer one supersedes it
+	// (no catch-up).
+	PhaseSkipped = "skipped"
 )
 
 // SubjectExec is an execution lifecycle subject for one OLT.

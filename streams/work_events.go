@@ -12,6 +12,7 @@ const (
 	TypeExecutionStarted   = "execution.started"
 	TypeExecutionSucceeded = "execution.succeeded"
 	TypeExecutionFailed    = "execution.failed"
+	TypeExecutionSkipped   = "execution.skipped"
 	TypeVarbindBatch       = "varbind.batch"
 	TypeONUChanged         = "onu.changed"
 	TypeAudit              = "audit"
@@ -119,6 +120,23 @@ type ExecutionFailed struct {
 
 func (ExecutionFailed) EventType() string { return TypeExecutionFailed }
 
+// ExecutionSkipped: a poller did not run a NodeDue because it came too late
+// (now > ScheduledAt + interval): by then the planner has emitted the node's
+// next run, so running this one would replay a missed run (no catch-up). No
+// lease was taken and no SNMP request sent. It is what the QuotaTracker's
+// quota_skipped (executions omitted) is to count, once it exists.
+type ExecutionSkipped struct {
+	ExecutionID string    `json:"execution_id"`
+	JobID       string    `json:"job_id"`
+	OLTID       string    `json:"olt_id"`
+	PollerID    string    `json:"poller_id"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	SkippedAt   time.Time `json:"skipped_at"`
+	Reason      string    `json:"reason"`
+}
+
+func (ExecutionSkipped) EventType() string { return TypeExecutionSkipped }
+
 // Varbind is one raw SNMP variable binding. Value is decimal for numeric
 // types, lower-case hex for OctetString (binary-safe), dotted for
 // ObjectIdentifier and IpAddress, empty for Null and the exceptions.
@@ -204,6 +222,7 @@ const (
 	AuditExecStarted    = "EXECUTION_STARTED"
 	AuditExecSucceeded  = "EXECUTION_SUCCEEDED"
 	AuditExecFailed     = "EXECUTION_FAILED"
+	AuditExecSkipped    = "EXECUTION_SKIPPED"
 	AuditConfigChanged  = "CONFIG_CHANGED"
 	AuditNodeDue        = "NODE_DUE"
 )

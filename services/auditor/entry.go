@@ -63,6 +63,17 @@ func fromExec(env streams.Envelope) (Entry, error) {
 		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
 			"attempt": ev.Attempt, "duration_ms": ev.DurationMS, "error": ev.Error, "retryable": ev.Retryable,
 			"started_at": ev.StartedAt, "finished_at": ev.FinishedAt}
+	case streams.TypeExecutionSkipped:
+		var ev streams.ExecutionSkipped
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return e, err
+		}
+		// A warning: a run was omitted (no catch-up), which counts against
+		// the hour's quota.
+		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecSkipped, streams.LevelWarning
+		e.Message = fmt.Sprintf("execution %s of job %s skipped: %s", ev.ExecutionID, ev.JobID, ev.Reason)
+		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"reason": ev.Reason, "scheduled_at": ev.ScheduledAt, "skipped_at": ev.SkippedAt}
 	default:
 		return e, errSkip{env.Type}
 	}

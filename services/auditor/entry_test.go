@@ -37,6 +37,7 @@ func TestEntries(t *testing.T) {
 		{"succeeded", streams.ExecutionSucceeded{ExecutionID: "e", OLTID: "o"}, fromExec, streams.AuditExecSucceeded, streams.LevelInfo, "o", nil},
 		{"failed for good", streams.ExecutionFailed{ExecutionID: "e", OLTID: "o", Error: "timeout"}, fromExec, streams.AuditExecFailed, streams.LevelError, "o", nil},
 		{"failed, will retry", streams.ExecutionFailed{ExecutionID: "e", OLTID: "o", Retryable: true}, fromExec, streams.AuditExecFailed, streams.LevelWarning, "o", nil},
+		{"skipped", streams.ExecutionSkipped{ExecutionID: "e", JobID: "j", OLTID: "o", Reason: "stale"}, fromExec, streams.AuditExecSkipped, streams.LevelWarning, "o", nil},
 		{"audit", streams.AuditEvent{Kind: streams.AuditOLTDisabled, Level: "critical", OLTID: "o"}, fromAudit, streams.AuditOLTDisabled, streams.LevelCritical, "o", nil},
 		{"audit with unknown level is INFO", streams.AuditEvent{Kind: streams.AuditTaskAdded, Level: "loud"}, fromAudit, streams.AuditTaskAdded, streams.LevelInfo, "", nil},
 		{"audit without type is malformed", streams.AuditEvent{Level: "INFO"}, fromAudit, "", "", "", streams.ErrMalformed},
@@ -57,6 +58,23 @@ func TestEntries(t *testing.T) {
 				t.Errorf("entry %+v", e)
 			}
 		})
+	}
+}
+
+func TestSkippedEntryNamesExecutionJobAndReason(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	reason := "stale: scheduled at 2026-11-21T10:00:00Z, interval 300s; a newer run supersedes it"
+	e, err := fromExec(envelope(t, streams.ExecutionSkipped{ExecutionID: "exec-7", JobID: "job-disc", OLTID: "olt-a", PollerID: "p1",
+		ScheduledAt: at, SkippedAt: at.Add(10 * time.Minute), Reason: reason}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "execution exec-7 of job job-disc skipped: " + reason
+	if e.Message != want {
+		t.Errorf("message %q, want %q", e.Message, want)
+	}
+	if e.Details["execution_id"] != "exec-7" || e.Details["job_id"] != "job-disc" || e.Details["reason"] != reason || e.Details["poller_id"] != "p1" {
+		t.Errorf("details %v", e.Details)
 	}
 }
 

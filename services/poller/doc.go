@@ -4,14 +4,19 @@
 // One NodeDue, from the durable pull consumer streams.ConsumerPoller:
 //
 //  1. Decode; a malformed one goes to facho.dlq.poller (pkg/deadletter).
-//  2. Acquire the OLT's lease (pkg/lease). Held by someone else: NAK with
+//  2. Stale (now > ScheduledAt + interval, see isStale): the planner has
+//     already emitted the node's next run, so this one is not run (no
+//     catch-up, e.g. after a poller outage or a long wait on a busy OLT).
+//     Publish ExecutionSkipped ("<execution_id>:skipped") and ACK; no lease,
+//     no SNMP request.
+//  3. Acquire the OLT's lease (pkg/lease). Held by someone else: NAK with
 //     Config.LeaseBusyDelay. Waiting for the OLT is not a failure.
-//  3. Attempt number: one more than the execution's ExecutionStarted
+//  4. Attempt number: one more than the execution's ExecutionStarted
 //     events already on the OLT's started subject (see attemptNumber).
-//  4. Publish ExecutionStarted, then walk (discovery/walk/bulkwalk: BulkWalk
+//  5. Publish ExecutionStarted, then walk (discovery/walk/bulkwalk: BulkWalk
 //     each OID) or GET (in chunks), publishing a VarbindBatch every
 //     Config.BatchSize varbinds, while marking the NodeDue in progress.
-//  5. Publish ExecutionSucceeded or ExecutionFailed, release the lease, ACK
+//  6. Publish ExecutionSucceeded or ExecutionFailed, release the lease, ACK
 //     (or NAK when the RetryPolicy asks for redelivery).
 //
 // Every event of an attempt carries the lease revision as a fencing token

@@ -27,8 +27,8 @@ var errPublish = errors.New("publish varbind batch")
 // the lease, which happen even when the work was cancelled.
 const finalPublishTimeout = 10 * time.Second
 
-// handle runs one NodeDue message to its end: dead letter, lease busy,
-// or an execution (started, batches, succeeded/failed).
+// handle runs one NodeDue message to its end: dead letter, skipped as
+// stale, lease busy, or an execution (started, batches, succeeded/failed).
 func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -48,6 +48,13 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 	}
 	log = log.With().Str(telemetry.KeyOLT, node.OLTID).Str(telemetry.KeyJob, node.JobID).Str(telemetry.KeyExecution, node.ExecutionID).Logger()
 
+	// Checked before the lease and on every delivery, so a NodeDue queued
+	// through a poller outage, or kept waiting on a busy OLT, past its
+	// node's next run is not replayed.
+	if now := time.Now(); isStale(node, now) {
+		p.skip(work, msg, node, now, log)
+		return
+	}
 	l, err := p.leases.Acquire(work, node.OLTID, lease.Info{ExecutionID: node.ExecutionID, JobID: node.JobID})
 	if errors.Is(err, lease.ErrHeld) {
 		// Waiting for the OLT, not failing: put it back for later.

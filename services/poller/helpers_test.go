@@ -184,6 +184,9 @@ type execEvents struct {
 	started   []streams.ExecutionStarted
 	succeeded []streams.ExecutionSucceeded
 	failed    []streams.ExecutionFailed
+	skipped   []streams.ExecutionSkipped
+	// skippedMsgIDs are the Nats-Msg-Id headers of the skipped events.
+	skippedMsgIDs []string
 }
 
 func (e *testEnv) execEvents(t *testing.T, olt, execID string) execEvents {
@@ -209,6 +212,12 @@ func (e *testEnv) execEvents(t *testing.T, olt, execID string) execEvents {
 			_, s, err := streams.Decode[streams.ExecutionFailed](m.Data)
 			if err == nil && s.ExecutionID == execID {
 				ev.failed = append(ev.failed, s)
+			}
+		case streams.TypeExecutionSkipped:
+			_, s, err := streams.Decode[streams.ExecutionSkipped](m.Data)
+			if err == nil && s.ExecutionID == execID {
+				ev.skipped = append(ev.skipped, s)
+				ev.skippedMsgIDs = append(ev.skippedMsgIDs, m.Header.Get(jetstream.MsgIDHeader))
 			}
 		}
 	}

@@ -14,6 +14,7 @@ type metrics struct {
 	varbinds    prometheus.Counter
 	batches     prometheus.Counter
 	leaseBusy   prometheus.Counter
+	skipped     prometheus.Counter
 	deadLetters prometheus.Counter
 	workers     int
 	busy        atomic.Int64
@@ -42,6 +43,9 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 		leaseBusy: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_poller_lease_busy_total", Help: "NodeDue put back because their OLT's lease was held.", ConstLabels: constLabels,
 		}),
+		skipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_poller_nodes_skipped_total", Help: "Stale NodeDue not run (now > scheduled_at + interval: a newer run supersedes them), published as execution.skipped.", ConstLabels: constLabels,
+		}),
 		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_poller_dead_letters_total", Help: "Malformed NodeDue sent to the dead-letter subject.", ConstLabels: constLabels,
 		}),
@@ -61,7 +65,7 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 	busyRatio := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_worker_busy_ratio", Help: "Busy workers / workers right now (saturated above 0.75).", ConstLabels: constLabels,
 	}, m.busyRatio)
-	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio} {
+	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register poller metrics: %w", err)
 		}

@@ -15,10 +15,13 @@ import (
 
 // Execution states (seed 000).
 const (
-	StatusPending     = "PENDING"
-	StatusRunning     = "RUNNING"
-	StatusSuccess     = "SUCCESS"
-	StatusFailed      = "FAILED"
+	StatusPending = "PENDING"
+	StatusRunning = "RUNNING"
+	StatusSuccess = "SUCCESS"
+	StatusFailed  = "FAILED"
+	// StatusSkipped: the poller did not run the execution because a newer
+	// run of its node superseded it (no catch-up). Final for the execution.
+	StatusSkipped     = "SKIPPED"
 	StatusAborted     = "ABORTED"
 	StatusInterrupted = "INTERRUPTED"
 )
@@ -30,7 +33,7 @@ func rank(status string) int {
 		return 0
 	case StatusRunning:
 		return 1
-	case StatusSuccess, StatusFailed:
+	case StatusSuccess, StatusFailed, StatusSkipped:
 		return 2
 	default: // ABORTED, INTERRUPTED: the coordinator's word is final
 		return 3
@@ -65,6 +68,7 @@ type execEvent struct {
 	Attempt                    int
 	LeaseRevision              uint64
 	Status                     string
+	ScheduledAt                *time.Time // skipped only: the row may not exist yet
 	StartedAt, FinishedAt      *time.Time
 	DurationMS                 *int64
 	Varbinds                   int
@@ -131,6 +135,14 @@ func decodeExecEvent(data []byte) (execEvent, error) {
 		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
 			LeaseRevision: e.LeaseRevision, Status: StatusFailed, StartedAt: ptr(e.StartedAt), FinishedAt: ptr(e.FinishedAt),
 			DurationMS: &d, Error: e.Error}
+	case streams.TypeExecutionSkipped:
+		var e streams.ExecutionSkipped
+		if err := streams.DecodeData(env, &e); err != nil {
+			return ev, err
+		}
+		// No attempt and no lease: nothing ran.
+		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
+			Status: StatusSkipped, ScheduledAt: ptr(e.ScheduledAt), FinishedAt: ptr(e.SkippedAt), Error: e.Reason}
 	default:
 		return ev, fmt.Errorf("%w: unknown execution event type %q", streams.ErrMalformed, env.Type)
 	}
@@ -143,7 +155,8 @@ func decodeExecEvent(data []byte) (execEvent, error) {
 // applyExecEvent moves the execution and its attempt forward. It returns
 // false, changing nothing, when the event carries an older lease revision
 // than the one recorded (a stale poller: the fencing token) or would move
-// the execution backwards (a late "started" after "succeeded").
+// the execution backwards (a late "started" after "succeeded", a "skipped"
+// after "started").
 func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) {
 	var (
 		status  string
@@ -160,6 +173,9 @@ func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) 
 		if ev.LeaseRevision < uint64(rev) || !forward(attempt, status, ev.Attempt, ev.Status) {
 			return false, nil
 		}
+	}
+	if ev.Status == StatusSkipped {
+		return true, applySkipped(ctx, tx, ev)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, attempt, poller_id, lease_revision,
 		started_at, finished_at, duration_ms, varbinds, error, updated_at)
@@ -188,10 +204,36 @@ func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) 
 	return true, nil
 }
 
+// applySkipped records a skipped execution: no attempt ran, so there is no
+// execution_attempts row; finished_at is when it was skipped and error says
+// why. The caller has checked the move is forward (from nothing, PENDING or
+// a duplicate SKIPPED).
+func applySkipped(ctx context.Context, tx pgx.Tx, ev execEvent) error {
+	_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, poller_id, scheduled_at, finished_at, error, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
+		ON CONFLICT (id) DO UPDATE SET job_id = EXCLUDED.job_id, olt_id = EXCLUDED.olt_id, status = EXCLUDED.status,
+		poller_id = EXCLUDED.poller_id, scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
+		finished_at = EXCLUDED.finished_at, error = EXCLUDED.error, updated_at = now()`,
+		ev.ID, ev.JobID, ev.OLTID, StatusSkipped, ev.PollerID, ev.ScheduledAt, ev.FinishedAt, ev.Error)
+	if err != nil {
+		return fmt.Errorf("record skipped execution %s: %w", ev.ID, err)
+	}
+	return nil
+}
+
 // forward reports whether (attempt, status) may replace the recorded
 // (curAttempt, curStatus): a later attempt always may; within an attempt the
 // state only moves up, and a final state is not replaced by another.
+// SKIPPED is final for the whole execution, not just an attempt: it only
+// replaces PENDING (a skip after a run began is a stale redelivery; the
+// run's own outcome stands), and nothing but a duplicate replaces it.
 func forward(curAttempt int, curStatus string, attempt int, status string) bool {
+	switch {
+	case curStatus == StatusSkipped:
+		return status == StatusSkipped
+	case status == StatusSkipped:
+		return curStatus == StatusPending
+	}
 	if attempt != curAttempt {
 		return attempt > curAttempt
 	}

@@ -134,6 +134,95 @@ func TestExecutionLifecycle(t *testing.T) {
 	}
 }
 
+// A skipped execution (no catch-up) is SKIPPED, final for the execution:
+// it replaces PENDING or creates the row, never overwrites a run that began
+// or ended, and nothing later moves it.
+func TestSkippedExecutions(t *testing.T) {
+	r := newRig(t)
+	r.start()
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	execSubj := func(phase string) string { return streams.SubjectExec("olt-a", phase) }
+	skipped := func(id string) streams.ExecutionSkipped {
+		return streams.ExecutionSkipped{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p9",
+			ScheduledAt: t0, SkippedAt: t0.Add(11 * time.Minute), Reason: "stale: scheduled at 2026-11-21T10:00:00Z, interval 300s; a newer run supersedes it"}
+	}
+	started := func(id string) streams.ExecutionStarted {
+		return streams.ExecutionStarted{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 5, StartedAt: t0}
+	}
+	succeeded := func(id string) streams.ExecutionSucceeded {
+		return streams.ExecutionSucceeded{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 5,
+			StartedAt: t0, FinishedAt: t0.Add(time.Second), DurationMS: 1000, Varbinds: 8}
+	}
+	failed := func(id string) streams.ExecutionFailed {
+		return streams.ExecutionFailed{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 5,
+			StartedAt: t0, FinishedAt: t0.Add(time.Second), DurationMS: 1000, Error: "timeout", Retryable: true}
+	}
+	exec := func(phase string, ev streams.Event) {
+		t.Helper()
+		r.waitCheckpoint(streams.ConsumerProjectorExec, r.publish(execSubj(phase), ev))
+	}
+	due := func(id string) {
+		t.Helper()
+		r.waitCheckpoint(streams.ConsumerProjectorSchedule, r.publish(streams.SubjectNodeDue("olt-a"), nodeDue(id, t0)))
+	}
+	wantSkipped := func(id string) {
+		t.Helper()
+		e := r.execution(id)
+		if e.Status != StatusSkipped || e.PollerID != "p9" || e.Attempt != 0 || e.Rev != 0 || !strings.HasPrefix(e.Error, "stale: ") ||
+			e.Finished == nil || !e.Finished.Equal(t0.Add(11*time.Minute)) || e.Scheduled == nil || !e.Scheduled.Equal(t0) {
+			t.Fatalf("%s: %+v, want SKIPPED by p9 finished at the skip", id, e)
+		}
+		if a := r.attempts(id); len(a) != 0 {
+			t.Fatalf("%s: attempts %v, want none (nothing ran)", id, a)
+		}
+	}
+
+	// PENDING, then skipped: SKIPPED. Late events do not move it.
+	due("s1")
+	exec(streams.PhaseSkipped, skipped("s1"))
+	wantSkipped("s1")
+	exec(streams.PhaseSkipped, skipped("s1")) // a duplicate
+	exec(streams.PhaseStarted, started("s1"))
+	exec(streams.PhaseSucceeded, succeeded("s1"))
+	due("s1")
+	wantSkipped("s1")
+
+	// Skipped before its NodeDue is projected: the row is created SKIPPED
+	// and NodeDue only fills the queue fields in.
+	exec(streams.PhaseSkipped, skipped("s2"))
+	wantSkipped("s2")
+	due("s2")
+	wantSkipped("s2")
+	if e := r.execution("s2"); e.NodeID != "n-1" {
+		t.Fatalf("s2 queue fields not filled in: %+v", e)
+	}
+
+	// A skip never overwrites a run that began or ended.
+	for _, tc := range []struct {
+		id     string
+		before []streams.Event
+		status string
+	}{
+		{"r-running", []streams.Event{started("r-running")}, StatusRunning},
+		{"r-success", []streams.Event{started("r-success"), succeeded("r-success")}, StatusSuccess},
+		{"r-failed", []streams.Event{started("r-failed"), failed("r-failed")}, StatusFailed},
+	} {
+		due(tc.id)
+		for _, ev := range tc.before {
+			phase := map[string]string{streams.TypeExecutionStarted: streams.PhaseStarted,
+				streams.TypeExecutionSucceeded: streams.PhaseSucceeded, streams.TypeExecutionFailed: streams.PhaseFailed}[ev.EventType()]
+			exec(phase, ev)
+		}
+		exec(streams.PhaseSkipped, skipped(tc.id))
+		if e := r.execution(tc.id); e.Status != tc.status || e.Attempt != 1 || e.PollerID != "p1" || e.Rev != 5 || strings.HasPrefix(e.Error, "stale") {
+			t.Fatalf("%s after a skip: %+v, want %s of p1's attempt 1", tc.id, e, tc.status)
+		}
+		if a := r.attempts(tc.id); len(a) != 1 || a[1] != tc.status {
+			t.Fatalf("%s attempts %v", tc.id, a)
+		}
+	}
+}
+
 func TestConfigProjection(t *testing.T) {
 	r := newRig(t)
 	r.start()

@@ -1,0 +1,73 @@
+package projector
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+func TestForward(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		curAttempt int
+		curStatus  string
+		attempt    int
+		status     string
+		want       bool
+	}{
+		{"pending to running", 0, StatusPending, 1, StatusRunning, true},
+		{"running to success", 1, StatusRunning, 1, StatusSuccess, true},
+		{"running to failed", 1, StatusRunning, 1, StatusFailed, true},
+		{"success back to running", 1, StatusSuccess, 1, StatusRunning, false},
+		{"failed to success, same attempt", 1, StatusFailed, 1, StatusSuccess, false},
+		{"duplicate success", 1, StatusSuccess, 1, StatusSuccess, true},
+		{"later attempt after failed", 1, StatusFailed, 2, StatusRunning, true},
+		{"earlier attempt", 2, StatusRunning, 1, StatusSuccess, false},
+		{"aborted is final", 1, StatusAborted, 1, StatusSuccess, false},
+
+		{"pending to skipped", 0, StatusPending, 0, StatusSkipped, true},
+		{"duplicate skipped", 0, StatusSkipped, 0, StatusSkipped, true},
+		{"skipped does not overwrite running", 1, StatusRunning, 0, StatusSkipped, false},
+		{"skipped does not overwrite running of attempt 0", 0, StatusRunning, 0, StatusSkipped, false},
+		{"skipped does not overwrite success", 1, StatusSuccess, 0, StatusSkipped, false},
+		{"skipped does not overwrite failed", 1, StatusFailed, 0, StatusSkipped, false},
+		{"skipped does not overwrite aborted", 0, StatusAborted, 0, StatusSkipped, false},
+		{"skipped does not overwrite interrupted", 0, StatusInterrupted, 0, StatusSkipped, false},
+		{"skipped is not regressed to pending", 0, StatusSkipped, 0, StatusPending, false},
+		{"skipped is not replaced by a later started", 0, StatusSkipped, 1, StatusRunning, false},
+		{"skipped is not replaced by a later success", 0, StatusSkipped, 2, StatusSuccess, false},
+		{"skipped is not replaced by failed", 0, StatusSkipped, 1, StatusFailed, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := forward(tc.curAttempt, tc.curStatus, tc.attempt, tc.status); got != tc.want {
+				t.Fatalf("forward(%d %s -> %d %s) = %v, want %v", tc.curAttempt, tc.curStatus, tc.attempt, tc.status, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeSkippedEvent(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	skipped := streams.ExecutionSkipped{ExecutionID: "x", JobID: "j", OLTID: "o", PollerID: "p1",
+		ScheduledAt: at, SkippedAt: at.Add(10 * time.Minute), Reason: "stale"}
+	b, err := streams.Encode("test", at, skipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := decodeExecEvent(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Status != StatusSkipped || ev.Attempt != 0 || ev.LeaseRevision != 0 || ev.Error != "stale" || ev.PollerID != "p1" ||
+		ev.StartedAt != nil || ev.ScheduledAt == nil || !ev.ScheduledAt.Equal(at) || ev.FinishedAt == nil || !ev.FinishedAt.Equal(at.Add(10*time.Minute)) {
+		t.Fatalf("decoded %+v", ev)
+	}
+
+	skipped.JobID = ""
+	b, _ = streams.Encode("test", at, skipped)
+	if _, err := decodeExecEvent(b); !errors.Is(err, streams.ErrMalformed) {
+		t.Fatalf("skipped without job_id: err %v, want malformed", err)
+	}
+}
