@@ -50,6 +50,22 @@ func (s *server) query(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), s.cfg.QueryTimeout)
 }
 
+// listRows runs a read-model query and maps each row onto T by position:
+// T's fields are in the order of the query's columns.
+func listRows[T any](s *server, r *http.Request, sql string, args ...any) ([]T, *apiError) {
+	ctx, cancel := s.query(r)
+	defer cancel()
+	rows, err := s.deps.DB.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, s.readModelDown(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[T])
+	if err != nil {
+		return nil, s.readModelDown(err)
+	}
+	return nonNil(out), nil
+}
+
 func (s *server) readModelDown(err error) *apiError {
 	s.deps.Log.Warn().Err(err).Msg("query read model")
 	return unavailable("read model")
@@ -62,23 +78,10 @@ type oltRow struct {
 
 // listOLTs lists the OLTs of the read model (deleted ones excluded).
 func (s *server) listOLTs(w http.ResponseWriter, r *http.Request) *apiError {
-	ctx, cancel := s.query(r)
-	defer cancel()
-	rows, err := s.deps.DB.Query(ctx, `SELECT id, name, ip, port, brand_id, enabled, description, updated_at
+	olts, aerr := listRows[oltRow](s, r, `SELECT id, name, ip, port, brand_id, enabled, description, updated_at
 		FROM olts WHERE NOT deleted ORDER BY name, id`)
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	olts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (oltRow, error) {
-		var o oltRow
-		err := row.Scan(&o.ID, &o.Name, &o.IP, &o.Port, &o.BrandID, &o.Enabled, &o.Description, &o.UpdatedAt)
-		return o, err
-	})
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	if olts == nil {
-		olts = []oltRow{}
+	if aerr != nil {
+		return aerr
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(olts), "olts": olts})
 	return nil
@@ -113,28 +116,18 @@ func (s *server) listONUs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	ctx, cancel := s.query(r)
-	defer cancel()
 	var total int
-	if err := s.deps.DB.QueryRow(ctx, `SELECT count(*) FROM onu_data WHERE olt_id = $1 AND ($2 = '' OR status = $2)`, olt, status).Scan(&total); err != nil {
+	ctx, cancel := s.query(r)
+	err := s.deps.DB.QueryRow(ctx, `SELECT count(*) FROM onu_data WHERE olt_id = $1 AND ($2 = '' OR status = $2)`, olt, status).Scan(&total)
+	cancel()
+	if err != nil {
 		return s.readModelDown(err)
 	}
-	rows, err := s.deps.DB.Query(ctx, `SELECT pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen
+	onus, aerr := listRows[onuRow](s, r, `SELECT pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen
 		FROM onu_data WHERE olt_id = $1 AND ($2 = '' OR status = $2)
 		ORDER BY pon_index, onu_id LIMIT $3 OFFSET $4`, olt, status, limit, offset)
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	onus, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (onuRow, error) {
-		var o onuRow
-		err := row.Scan(&o.PonIndex, &o.ONUID, &o.Serial, &o.Description, &o.Status, &o.RxPowerDBm, &o.FirstSeen, &o.LastSeen)
-		return o, err
-	})
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	if onus == nil {
-		onus = []onuRow{}
+	if aerr != nil {
+		return aerr
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"olt_id": olt, "count": len(onus), "total": total, "limit": limit, "offset": offset, "onus": onus})
 	return nil
@@ -175,27 +168,13 @@ func (s *server) listExecutions(w http.ResponseWriter, r *http.Request) *apiErro
 	if aerr != nil {
 		return aerr
 	}
-	ctx, cancel := s.query(r)
-	defer cancel()
-	rows, err := s.deps.DB.Query(ctx, `SELECT id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at,
+	execs, aerr := listRows[executionRow](s, r, `SELECT id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at,
 			finished_at, duration_ms, varbinds, error, updated_at
 		FROM executions
 		WHERE ($1 = '' OR olt_id = $1) AND ($2 = '' OR job_id = $2) AND ($3 = '' OR status = $3)
 		ORDER BY scheduled_at DESC NULLS LAST, updated_at DESC, id LIMIT $4`, olt, job, status, limit)
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	execs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (executionRow, error) {
-		var e executionRow
-		err := row.Scan(&e.ID, &e.JobID, &e.OLTID, &e.Status, &e.Attempt, &e.PollerID, &e.ScheduledAt, &e.StartedAt,
-			&e.FinishedAt, &e.DurationMS, &e.Varbinds, &e.Error, &e.UpdatedAt)
-		return e, err
-	})
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	if execs == nil {
-		execs = []executionRow{}
+	if aerr != nil {
+		return aerr
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(execs), "executions": execs})
 	return nil

@@ -3,9 +3,8 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // listBrands lists the brands of the read model.
@@ -17,20 +16,11 @@ func (s *server) listBrands(w http.ResponseWriter, r *http.Request) *apiError {
 		IndexScheme string    `json:"index_scheme"`
 		UpdatedAt   time.Time `json:"updated_at"`
 	}
-	ctx, cancel := s.query(r)
-	defer cancel()
-	rows, err := s.deps.DB.Query(ctx, `SELECT id, name, description, index_scheme, updated_at FROM brands ORDER BY name, id`)
-	if err != nil {
-		return s.readModelDown(err)
+	out, aerr := listRows[brand](s, r, `SELECT id, name, description, index_scheme, updated_at FROM brands ORDER BY name, id`)
+	if aerr != nil {
+		return aerr
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (brand, error) {
-		var b brand
-		return b, row.Scan(&b.ID, &b.Name, &b.Description, &b.IndexScheme, &b.UpdatedAt)
-	})
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "brands": nonNil(out)})
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "brands": out})
 	return nil
 }
 
@@ -49,24 +39,12 @@ func (s *server) listOIDs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	ctx, cancel := s.query(r)
-	defer cancel()
-	rows, err := s.deps.DB.Query(ctx, `SELECT id, brand_id, name, oid, field, decoder, updated_at FROM oids
+	out, aerr := listRows[oid](s, r, `SELECT id, brand_id, name, oid, field, decoder, updated_at FROM oids
 		WHERE ($1 = '' OR brand_id = $1) ORDER BY brand_id, name, id`, brand)
-	if err != nil {
-		return s.readModelDown(err)
+	if aerr != nil {
+		return aerr
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (oid, error) {
-		var o oid
-		var dec []byte
-		err := row.Scan(&o.ID, &o.BrandID, &o.Name, &o.OID, &o.Field, &dec, &o.UpdatedAt)
-		o.Decoder = dec
-		return o, err
-	})
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "oids": nonNil(out)})
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "oids": out})
 	return nil
 }
 
@@ -91,23 +69,13 @@ func (s *server) listJobs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	ctx, cancel := s.query(r)
-	defer cancel()
-	rows, err := s.deps.DB.Query(ctx, `SELECT id, name, brand_id, kind, oid_ids, interval_seconds, max_retries,
+	out, aerr := listRows[job](s, r, `SELECT id, name, brand_id, kind, oid_ids, interval_seconds, max_retries,
 			retry_delay_seconds, timeout_seconds, priority, enabled, updated_at
 		FROM snmp_jobs WHERE NOT deleted AND ($1 = '' OR brand_id = $1) ORDER BY priority DESC, name, id`, brand)
-	if err != nil {
-		return s.readModelDown(err)
+	if aerr != nil {
+		return aerr
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (job, error) {
-		var j job
-		return j, row.Scan(&j.ID, &j.Name, &j.BrandID, &j.Kind, &j.OIDIDs, &j.IntervalSeconds, &j.MaxRetries,
-			&j.RetryDelaySeconds, &j.TimeoutSeconds, &j.Priority, &j.Enabled, &j.UpdatedAt)
-	})
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "jobs": nonNil(out)})
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "jobs": out})
 	return nil
 }
 
@@ -142,45 +110,24 @@ func (s *server) listCoordinatorLogs(w http.ResponseWriter, r *http.Request) *ap
 	if aerr != nil {
 		return aerr
 	}
-	ctx, cancel := s.query(r)
-	defer cancel()
-	rows, err := s.deps.DB.Query(ctx, `SELECT id, olt_id, event_type, level, message, details, "timestamp" FROM coordinator_logs
+	out, aerr := listRows[entry](s, r, `SELECT id, olt_id, event_type, level, message, details, "timestamp" FROM coordinator_logs
 		WHERE ($1 = '' OR ($1 = 'GLOBAL' AND olt_id IS NULL) OR olt_id = $1)
 		  AND ($2 = '' OR level = $2) AND ($3 = '' OR event_type = $3)
 		ORDER BY "timestamp" DESC, id DESC LIMIT $4`, olt, level, typ, limit)
-	if err != nil {
-		return s.readModelDown(err)
+	if aerr != nil {
+		return aerr
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (entry, error) {
-		var e entry
-		var details []byte
-		err := row.Scan(&e.ID, &e.OLTID, &e.EventType, &e.Level, &e.Message, &details, &e.Timestamp)
-		e.Details = details
-		return e, err
-	})
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "logs": nonNil(out)})
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "logs": out})
 	return nil
 }
 
 // upperParam reads an optional upper-case name filter (case-insensitive).
 func upperParam(r *http.Request, name string) (string, *apiError) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return "", nil
-	}
-	up := []byte(v)
-	for i, c := range up {
-		if c >= 'a' && c <= 'z' {
-			up[i] = c - 'a' + 'A'
-		}
-	}
-	if !statusRE.Match(up) {
+	v := strings.ToUpper(r.URL.Query().Get(name))
+	if v != "" && !statusRE.MatchString(v) {
 		return "", badField(name, "%s must be a name such as ERROR or TASK_ADDED", name)
 	}
-	return string(up), nil
+	return v, nil
 }
 
 // nonNil makes an empty result a JSON [] rather than null.
