@@ -5,16 +5,16 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/facho-olt/facho/streams"
 )
 
 // listBrands lists the brands of the read model.
 func (s *server) listBrands(w http.ResponseWriter, r *http.Request) *apiError {
+	// The event's fields, in the columns' order, plus when it was projected.
 	type brand struct {
-		ID          string    `json:"id"`
-		Name        string    `json:"name"`
-		Description string    `json:"description"`
-		IndexScheme string    `json:"index_scheme"`
-		UpdatedAt   time.Time `json:"updated_at"`
+		streams.BrandUpserted
+		UpdatedAt time.Time `json:"updated_at"`
 	}
 	out, aerr := listRows[brand](s, r, `SELECT id, name, description, index_scheme, updated_at FROM brands ORDER BY name, id`)
 	if aerr != nil {
@@ -27,13 +27,8 @@ func (s *server) listBrands(w http.ResponseWriter, r *http.Request) *apiError {
 // listOIDs lists the OIDs of the read model, optionally of one brand.
 func (s *server) listOIDs(w http.ResponseWriter, r *http.Request) *apiError {
 	type oid struct {
-		ID        string          `json:"id"`
-		BrandID   string          `json:"brand_id"`
-		Name      string          `json:"name"`
-		OID       string          `json:"oid"`
-		Field     string          `json:"field"`
-		Decoder   json.RawMessage `json:"decoder"`
-		UpdatedAt time.Time       `json:"updated_at"`
+		streams.OIDUpserted
+		UpdatedAt time.Time `json:"updated_at"`
 	}
 	brand, aerr := idParam(r, "brand_id")
 	if aerr != nil {
@@ -52,18 +47,8 @@ func (s *server) listOIDs(w http.ResponseWriter, r *http.Request) *apiError {
 // optionally of one brand.
 func (s *server) listJobs(w http.ResponseWriter, r *http.Request) *apiError {
 	type job struct {
-		ID                string    `json:"id"`
-		Name              string    `json:"name"`
-		BrandID           string    `json:"brand_id"`
-		Kind              string    `json:"kind"`
-		OIDIDs            []string  `json:"oid_ids"`
-		IntervalSeconds   int       `json:"interval_seconds"`
-		MaxRetries        int       `json:"max_retries"`
-		RetryDelaySeconds int       `json:"retry_delay_seconds"`
-		TimeoutSeconds    int       `json:"timeout_seconds"`
-		Priority          int       `json:"priority"`
-		Enabled           bool      `json:"enabled"`
-		UpdatedAt         time.Time `json:"updated_at"`
+		streams.JobUpserted
+		UpdatedAt time.Time `json:"updated_at"`
 	}
 	brand, aerr := idParam(r, "brand_id")
 	if aerr != nil {
