@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -194,7 +195,7 @@ Facho is running.
   API            %s   (token: %s)
   NATS           nats://127.0.0.1:%d (embedded JetStream)
   Postgres       %s
-  metrics        %v
+  metrics        %s
   simulator      %d Huawei MA5800 OLTs (%s) on 127.0.0.1:%d..%d, control http://%s
   demo OLTs      %s, discovery every %ds, first run in %s
 
@@ -202,13 +203,27 @@ List the ONUs of a demo OLT (they appear within a few seconds):
   curl -s -H 'Authorization: Bearer %s' %s/api/v1/olts/olt-1/onus
 
 Ctrl-C stops everything.
-`, stack.APIURL, token, *natsPort, redactURL(stack.DBURL), stack.Metrics, *olts, *shapeText, *simPort, *simPort+*olts-1, *simControl,
+`, stack.APIURL, token, *natsPort, redactURL(stack.DBURL), metricsList(stack.Metrics), *olts, *shapeText, *simPort, *simPort+*olts-1, *simControl,
 		strings.Join(ids, ", "), *interval, *firstRun, token, stack.APIURL)
 	err = stack.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// metricsList prints service -> /metrics base URL in a stable order.
+func metricsList(m map[string]string) string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = name + " " + m[name] + "/metrics"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // redactURL hides a password in a database URL before printing it.

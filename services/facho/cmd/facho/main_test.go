@@ -73,3 +73,11 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+func TestMetricsList(t *testing.T) {
+	got := metricsList(map[string]string{"poller-1": "http://h:2", "auditor": "http://h:5", "planner": "http://h:1"})
+	want := "auditor http://h:5/metrics, planner http://h:1/metrics, poller-1 http://h:2/metrics"
+	if got != want {
+		t.Errorf("metricsList = %q, want %q", got, want)
+	}
+}
