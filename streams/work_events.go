@@ -175,11 +175,19 @@ type VarbindBatch struct {
 	Columns       []OIDSpec `json:"columns"`
 	CollectedAt   time.Time `json:"collected_at"`
 	Varbinds      []Varbind `json:"varbinds"`
+	// Last marks the final batch of this execution: every column was
+	// walked to its end, so an ONU row absent from all of the execution's
+	// batches is absent from the OLT's table (FiberHome and V-SOL omit
+	// the optical row of an offline ONU). Only a successful walk sets it,
+	// on exactly one batch, which may have no varbinds (an empty table).
+	// A get never sets it: it reads an explicit list of OIDs, not tables.
+	Last bool `json:"last,omitempty"`
 }
 
 func (VarbindBatch) EventType() string { return TypeVarbindBatch }
 
-// Validate checks what a projector needs.
+// Validate checks what a projector needs. A batch without varbinds is
+// valid: the Last batch of a walk that found nothing has none.
 func (b VarbindBatch) Validate() error {
 	switch {
 	case b.ExecutionID == "" || b.OLTID == "":

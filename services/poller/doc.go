@@ -16,6 +16,10 @@
 //  5. Publish ExecutionStarted, then walk (discovery/walk/bulkwalk: BulkWalk
 //     each OID) or GET (in chunks), publishing a VarbindBatch every
 //     Config.BatchSize varbinds, while marking the NodeDue in progress.
+//     The final batch of a successful walk carries Last=true (an empty one
+//     when nothing was left over, or when the walk found nothing): it tells
+//     the projector that every column was walked to its end. A failed or
+//     aborted attempt, and a get, never publish one.
 //  6. Publish ExecutionSucceeded or ExecutionFailed, release the lease, ACK
 //     (or NAK when the RetryPolicy asks for redelivery).
 //

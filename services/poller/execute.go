@@ -255,7 +255,10 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 	op := snmpOp{cfg: p.cfg, target: node.Target, community: community}
 	err = op.run(ctx, node.Kind, node.OIDs, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
 	if err == nil {
-		err = ex.flush(ctx)
+		// Only a walk reads whole tables, so only its final batch can say
+		// "a row absent from this execution is absent from the OLT". A
+		// get reads an explicit list of OIDs: its batches carry no Last.
+		err = ex.flush(ctx, node.Kind != streams.KindGet)
 	}
 	if err == nil && ex.lease.Err() != nil {
 		// Never report success for work a newer holder may have redone.
@@ -293,7 +296,7 @@ func (ex *execution) add(ctx context.Context, vb streams.Varbind) error {
 	ex.varbinds++
 	ex.p.metrics.varbinds.Inc()
 	if len(ex.pending) >= ex.p.cfg.BatchSize || ex.pendingBytes >= ex.p.maxBatchBytes {
-		return ex.flush(ctx)
+		return ex.flush(ctx, false)
 	}
 	return nil
 }
@@ -305,9 +308,13 @@ func varbindJSONSize(vb streams.Varbind) int {
 }
 
 // flush publishes the buffered varbinds as one VarbindBatch, unless the
-// lease is gone: a stale holder must not add batches.
-func (ex *execution) flush(ctx context.Context) error {
-	if len(ex.pending) == 0 {
+// lease is gone: a stale holder must not add batches. last marks the final
+// batch of a walk that read every column to its end; it is published even
+// without varbinds, so the projector learns that the table is empty. It is
+// only ever called once the walk succeeded, so a failed or aborted
+// execution never publishes a Last batch.
+func (ex *execution) flush(ctx context.Context, last bool) error {
+	if len(ex.pending) == 0 && !last {
 		return nil
 	}
 	if err := ex.lease.Err(); err != nil {
@@ -318,7 +325,7 @@ func (ex *execution) flush(ctx context.Context) error {
 	err := ex.publish(ctx, streams.SubjectVarbinds(node.OLTID), n, streams.VarbindBatch{
 		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, BrandID: node.BrandID,
 		IndexScheme: node.IndexScheme, LeaseRevision: ex.lease.Revision(), Batch: n, Columns: node.OIDs,
-		CollectedAt: time.Now().UTC(), Varbinds: ex.pending,
+		CollectedAt: time.Now().UTC(), Varbinds: ex.pending, Last: last,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -47,6 +47,9 @@ func TestPollsEveryONUColumnOfAHuaweiOLT(t *testing.T) {
 		if b.Batch != i+1 || b.LeaseRevision != st.LeaseRevision || b.BrandID != "huawei" || b.IndexScheme != "pon.onu" || len(b.Columns) != len(huaweiColumns) {
 			t.Fatalf("batch %d header: %+v", i, b)
 		}
+		if b.Last != (i == len(batches)-1) {
+			t.Fatalf("batch %d of %d: last=%v, only the final batch is last", b.Batch, len(batches), b.Last)
+		}
 		if len(b.Varbinds) > 50 {
 			t.Fatalf("batch %d has %d varbinds, batch size 50", b.Batch, len(b.Varbinds))
 		}
@@ -264,6 +267,11 @@ func TestLostLeaseAbortsTheWalk(t *testing.T) {
 	}
 	n := len(e.batches(t, "olt-a", "exec-1"))
 	time.Sleep(500 * time.Millisecond)
+	for _, b := range e.batches(t, "olt-a", "exec-1") {
+		if b.Last {
+			t.Fatalf("aborted walk published a last batch: %+v", b)
+		}
+	}
 	if m := len(e.batches(t, "olt-a", "exec-1")); m != n {
 		t.Fatalf("batches went on after the loss: %d then %d", n, m)
 	}

@@ -28,10 +28,18 @@ func (p *projector) decodeVarbinds(m jsrouter.Msg) (projection.Change, error) {
 	if collected.IsZero() {
 		return projection.Change{}, fmt.Errorf("%w: varbind batch without collected_at", streams.ErrMalformed)
 	}
+	seenBy := rxReader(b)
 	apply := func(ctx context.Context, tx pgx.Tx) error {
-		n, changes, err := upsertONUs(ctx, tx, b.OLTID, b.ExecutionID, collected.UTC(), d)
+		n, changes, err := upsertONUs(ctx, tx, b.OLTID, b.ExecutionID, seenBy, collected.UTC(), d)
 		if err != nil {
 			return err
+		}
+		if b.Last && readsRx(b) {
+			cleared, err := clearUnreadRx(ctx, tx, b.OLTID, seenBy)
+			if err != nil {
+				return err
+			}
+			changes = withCleared(changes, cleared)
 		}
 		rows, err := changeEvents(p.cfg.Source, m.Seq, b, changes)
 		if err != nil {
@@ -67,7 +75,8 @@ type onuChange struct {
 // upsertONUs merges the batch into onu_data in two statements (read the
 // current rows, then one INSERT ... SELECT FROM unnest ... ON CONFLICT), and
 // returns how many rows it wrote and which ONUs changed.
-func upsertONUs(ctx context.Context, tx pgx.Tx, oltID, executionID string, collected time.Time, d Decoded) (int, []onuChange, error) {
+// seenBy tags the ONUs whose Rx power the batch read (see rxReader).
+func upsertONUs(ctx context.Context, tx pgx.Tx, oltID, executionID, seenBy string, collected time.Time, d Decoded) (int, []onuChange, error) {
 	keys := d.Keys()
 	if len(keys) == 0 {
 		return 0, nil, nil
@@ -102,10 +111,12 @@ func upsertONUs(ctx context.Context, tx pgx.Tx, oltID, executionID string, colle
 	descs := make([]string, len(keys))
 	statuses := make([]string, len(keys))
 	rx := make([]*float64, len(keys))
+	rxRead := make([]bool, len(keys))
 	var changes []onuChange
 	for i, k := range keys {
 		old, existed := prev[k]
 		cur := merge(old, existed, d.ONUs[k])
+		rxRead[i] = d.ONUs[k].RxPowerSet
 		serials[i], descs[i], statuses[i], rx[i] = cur.Serial, cur.Description, cur.Status, cur.RxPowerDBm
 		switch {
 		case !existed:
@@ -118,13 +129,14 @@ func upsertONUs(ctx context.Context, tx pgx.Tx, oltID, executionID string, colle
 			changes = append(changes, onuChange{Key: k, Change: streams.ONUUpdated, Previous: &o, Current: cur})
 		}
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id)
-		SELECT $1, u.pon_index, u.onu_id, u.serial, u.description, u.status, u.rx, $8, $8, $9
-		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::float8[]) AS u(pon_index, onu_id, serial, description, status, rx)
+	// rx_seen_by moves only for the ONUs whose Rx power this batch read.
+	tag, err := tx.Exec(ctx, `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id, rx_seen_by)
+		SELECT $1, u.pon_index, u.onu_id, u.serial, u.description, u.status, u.rx, $8, $8, $9, CASE WHEN u.rx_read THEN $11 END
+		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::float8[], $10::bool[]) AS u(pon_index, onu_id, serial, description, status, rx, rx_read)
 		ON CONFLICT (olt_id, pon_index, onu_id) DO UPDATE SET serial = EXCLUDED.serial, description = EXCLUDED.description,
 		status = EXCLUDED.status, rx_power_dbm = EXCLUDED.rx_power_dbm, last_seen = EXCLUDED.last_seen,
-		last_execution_id = EXCLUDED.last_execution_id`,
-		oltID, pons, onus, serials, descs, statuses, rx, collected, executionID)
+		last_execution_id = EXCLUDED.last_execution_id, rx_seen_by = COALESCE(EXCLUDED.rx_seen_by, onu_data.rx_seen_by)`,
+		oltID, pons, onus, serials, descs, statuses, rx, collected, executionID, rxRead, seenBy)
 	if err != nil {
 		return 0, nil, fmt.Errorf("upsert %d onus of olt %s: %w", len(keys), oltID, err)
 	}

@@ -133,3 +133,78 @@ func TestSimulatedOLTsProjectAsTheyAre(t *testing.T) {
 		}
 	}
 }
+
+// An ONU of a FiberHome that goes offline loses its optical row: the next
+// walk, split into batches like the poller's and ending with a Last batch,
+// leaves it OFFLINE without an Rx power, and every other ONU with its own.
+func TestOfflineFiberhomeONULosesItsRxReading(t *testing.T) {
+	fleet, err := oltsim.Start(context.Background(), oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{
+		{Name: "fh", Listen: "127.0.0.1:0", Community: "public", Profile: "fiberhome-an5516", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 2, ONUsPerPort: 16}, Seed: 5},
+	}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleet.Close()
+	sim := fleet.OLT("fh")
+	r := newRig(t)
+	r.start()
+
+	// poll walks the OLT as execution exec and publishes the varbinds in
+	// batches of 25, the last one marked Last.
+	poll := func(exec string, rev uint64) {
+		t.Helper()
+		vbs := walk(t, sim, fiberhomeColumns)
+		var seq uint64
+		for n, start := 1, 0; start < len(vbs); n, start = n+1, start+25 {
+			end := min(start+25, len(vbs))
+			seq = r.publish(streams.SubjectVarbinds("fh"), streams.VarbindBatch{ExecutionID: exec, JobID: "j", OLTID: "fh",
+				IndexScheme: SchemeFiberhome, LeaseRevision: rev, Batch: n, Columns: fiberhomeColumns, CollectedAt: time.Now().UTC(),
+				Varbinds: vbs[start:end], Last: end == len(vbs)})
+		}
+		r.waitCheckpoint(streams.ConsumerProjectorVarbinds, seq)
+	}
+	check := func() {
+		t.Helper()
+		got := r.onus("fh")
+		for _, o := range sim.ONUs() {
+			row := got[ONUKey{o.PonIndex, int64(o.ID)}]
+			status := "OFFLINE"
+			if o.Online {
+				status = "ONLINE"
+			}
+			if row.Status != status {
+				t.Errorf("onu %s status %s, want %s", o.Index, row.Status, status)
+			}
+			switch {
+			case !o.Online && row.RxPowerDBm != nil:
+				t.Errorf("offline onu %s keeps rx %v", o.Index, *row.RxPowerDBm)
+			case o.Online && (row.RxPowerDBm == nil || math.Abs(*row.RxPowerDBm-o.RxPowerDBm) > 1e-6):
+				t.Errorf("onu %s rx %v, want %v", o.Index, row.RxPowerDBm, o.RxPowerDBm)
+			}
+		}
+	}
+
+	poll("e1", 1)
+	check()
+	var target oltsim.ONU
+	for _, o := range sim.ONUs() {
+		if o.Online {
+			target = o
+			break
+		}
+	}
+	if !target.Online {
+		t.Fatal("no online onu")
+	}
+	if rx := r.onus("fh")[ONUKey{target.PonIndex, int64(target.ID)}].RxPowerDBm; rx == nil {
+		t.Fatalf("onu %s has no rx before going offline", target.Index)
+	}
+	if err := sim.SetONUOnline(target.Index, false); err != nil {
+		t.Fatal(err)
+	}
+	poll("e2", 2)
+	check()
+	if row := r.onus("fh")[ONUKey{target.PonIndex, int64(target.ID)}]; row.Status != "OFFLINE" || row.RxPowerDBm != nil {
+		t.Fatalf("onu %s after going offline: %+v", target.Index, row)
+	}
+}
