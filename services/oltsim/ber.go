@@ -3,6 +3,7 @@ package oltsim
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // BER tags used by SNMP v2c.
@@ -370,8 +371,13 @@ func parseRequest(msg []byte, r *request) error {
 	}
 	r.pdu = tag
 	d = decoder{b: pdu}
-	tag, raw, _, err := d.nextRaw()
+	tag, raw, c, err := d.nextRaw()
 	if err != nil || tag != tagInteger {
+		return fmt.Errorf("request-id: %w", errMalformed)
+	}
+	// The request-id is echoed verbatim, so it must be one a manager can
+	// match: an Integer32 (RFC 3416), not an empty or oversized INTEGER.
+	if id, err := decodeInt(c); err != nil || id < math.MinInt32 || id > math.MaxInt32 {
 		return fmt.Errorf("request-id: %w", errMalformed)
 	}
 	r.rawReqID = raw

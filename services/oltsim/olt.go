@@ -1,7 +1,6 @@
 package oltsim
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -210,15 +209,9 @@ func (o *OLT) handle(bp *[]byte, n int, from netip.AddrPort, inFlight int) {
 	}
 	req := o.pools.req.Get().(*request)
 	defer o.pools.req.Put(req)
-	if err := parseRequest((*bp)[:n], req); err != nil || req.version != 1 || !bytes.Equal(req.community, o.community) {
-		// Wrong community, SNMPv1/v3 or garbage: no answer, like a
-		// v2c-only agent.
-		o.rec.end(time.Now(), 0, true)
-		return
-	}
 	outp := o.pools.out.Get().(*[]byte)
 	defer o.pools.out.Put(outp)
-	resp, ok := respond(req, o.view(), (*outp)[:0], o.maxBytes, o.uptimeTicks(now))
+	resp, ok := answer((*bp)[:n], req, o.community, o.view, (*outp)[:0], o.maxBytes, o.uptimeTicks(now))
 	if !ok {
 		o.rec.end(time.Now(), 0, true)
 		return

@@ -1,5 +1,19 @@
 package oltsim
 
+import "bytes"
+
+// answer is the whole agent for one datagram: it decodes msg into req and
+// returns the response built into out (reusing its storage); ok is false
+// when the datagram gets no answer (garbage, SNMPv1/v3, wrong community:
+// a v2c-only agent stays silent). view is called only for a request worth
+// answering, so an OLT's MIB is built on first real use.
+func answer(msg []byte, req *request, community []byte, view func() *mibView, out []byte, maxBytes int, uptime uint32) ([]byte, bool) {
+	if err := parseRequest(msg, req); err != nil || req.version != 1 || !bytes.Equal(req.community, community) {
+		return nil, false
+	}
+	return respond(req, view(), out, maxBytes, uptime)
+}
+
 // headroomFor is the room left in front of the varbinds for the message
 // headers; it bounds their size from above.
 func headroomFor(r *request) int {
@@ -89,7 +103,17 @@ func respond(r *request, m *mibView, out []byte, maxBytes int, uptime uint32) ([
 		b = b[:h]
 		errStatus, errIndex = errTooBig, 0
 	}
-	return finish(r, b, h, errStatus, errIndex), true
+	msg := finish(r, b, h, errStatus, errIndex)
+	if len(msg) > maxBytes && len(b) > h {
+		// The headroom estimate let through more than fits (a tiny
+		// maxBytes): answer tooBig with no varbinds instead.
+		msg = finish(r, b[:h], h, errTooBig, 0)
+	}
+	if len(msg) > maxBytes {
+		// Even the empty tooBig does not fit: RFC 3416 4.2.1 drops it.
+		return nil, false
+	}
+	return msg, true
 }
 
 func getBulk(r *request, m *mibView, b []byte, h, limit int, uptime uint32) ([]byte, bool) {

@@ -229,6 +229,10 @@ func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 			scale = 1
 		}
 		f := round6(float64(n)*scale + dec.Offset)
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			// A huge scale or offset: no Inf/NaN may reach Postgres.
+			return value{}, fmt.Errorf("scaled %d*%g%+g out of range", n, scale, dec.Offset)
+		}
 		return value{kind: kindNumber, num: f, text: strconv.FormatFloat(f, 'f', -1, 64)}, nil
 	case "float_string":
 		s, err := text(vb)
@@ -246,7 +250,7 @@ func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 			return value{}, err
 		}
 		if s, ok := dec.Enum[strconv.FormatInt(n, 10)]; ok {
-			return value{text: s}, nil
+			return value{text: pgText(s)}, nil
 		}
 		return value{text: "UNKNOWN"}, nil
 	default:
@@ -254,19 +258,26 @@ func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 	}
 }
 
-// text is a varbind as text: OctetStrings are hex-decoded, NULs and
-// surrounding blanks trimmed and invalid UTF-8 replaced (Postgres text
-// takes neither NUL nor invalid UTF-8).
+// text is a varbind as text: OctetStrings are hex-decoded; any value is
+// then made fit for Postgres text (see pgText).
 func text(vb streams.Varbind) (string, error) {
 	if vb.Type != streams.VTOctetString {
-		return vb.Value, nil
+		// Other types are text already, but a batch off the stream may
+		// carry anything in them.
+		return pgText(vb.Value), nil
 	}
 	b, err := hex.DecodeString(vb.Value)
 	if err != nil {
 		return "", fmt.Errorf("octet string: %w", err)
 	}
-	s := strings.ReplaceAll(string(b), "\x00", "")
-	return strings.ToValidUTF8(strings.TrimSpace(s), "\uFFFD"), nil
+	return pgText(string(b)), nil
+}
+
+// pgText drops NULs, trims surrounding blanks and replaces invalid UTF-8:
+// Postgres text takes neither NUL nor invalid UTF-8.
+func pgText(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "")
+	return strings.ToValidUTF8(strings.TrimSpace(s), "\uFFFD")
 }
 
 func integer(vb streams.Varbind) (int64, error) {
@@ -308,21 +319,56 @@ func printable(b []byte) bool {
 }
 
 // leadingFloat parses the number at the start of s ("-10.47", "-10.47 dBm").
+// It scans the decimal grammar once and parses once: retrying ever shorter
+// prefixes is quadratic, and a value off the wire may be megabytes long.
+// A number out of float64 range is no reading.
 func leadingFloat(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
-	end := 0
-	for end < len(s) && strings.IndexByte("+-.0123456789eE", s[end]) >= 0 {
-		end++
+	digits := func(i int) int {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i
 	}
-	for ; end > 0; end-- {
-		if f, err := strconv.ParseFloat(s[:end], 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return f, true
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	j := digits(i)
+	n := j - i
+	if j < len(s) && s[j] == '.' {
+		k := digits(j + 1)
+		n += k - j - 1
+		j = k
+	}
+	if n == 0 {
+		return 0, false
+	}
+	end := j
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		k := j + 1
+		if k < len(s) && (s[k] == '+' || s[k] == '-') {
+			k++
+		}
+		if e := digits(k); e > k {
+			end = e
 		}
 	}
-	return 0, false
+	f, err := strconv.ParseFloat(s[:end], 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
 }
 
-func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }
+// round6 rounds to 6 decimals; a number too large for that (f*1e6 would
+// overflow) has no decimals to round.
+func round6(f float64) float64 {
+	if math.Abs(f) >= 1<<52 {
+		return f
+	}
+	return math.Round(f*1e6) / 1e6
+}
 
 // set stores v in the field it feeds; false when the field is unknown.
 func (f *ONUFields) set(field string, v value) bool {
