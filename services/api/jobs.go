@@ -109,21 +109,15 @@ func (s *server) createJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := decodeStrict(r, s.cfg.MaxBodyBytes, &req); err != nil {
 		return err
 	}
-	if req.ID == "" {
-		req.ID = newID()
-	} else if err := checkID("id", req.ID); err != nil {
-		return err
+	var aerr *apiError
+	if req.ID, aerr = newOrCheckedID(req.ID); aerr != nil {
+		return aerr
 	}
 	ev, err := s.jobEvent(r, req.ID, req)
 	if err != nil {
 		return err
 	}
-	if err := s.publish(r, streams.SubjectJob(ev.ID), ev); err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/jobs/"+ev.ID)
-	writeJSON(w, http.StatusCreated, ev)
-	return nil
+	return s.created(w, r, streams.SubjectJob(ev.ID), ev, "/api/v1/jobs/"+ev.ID, ev)
 }
 
 // existingJob reads the path id of a job that must exist.
@@ -208,12 +202,7 @@ func (s *server) assign(w http.ResponseWriter, r *http.Request) *apiError {
 	if req.Enabled != nil {
 		ev.Enabled = *req.Enabled
 	}
-	if err := s.publish(r, streams.SubjectAssignment(ev.JobID, ev.OLTID), ev); err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/jobs/"+ev.JobID+"/olts/"+ev.OLTID)
-	writeJSON(w, http.StatusCreated, ev)
-	return nil
+	return s.created(w, r, streams.SubjectAssignment(ev.JobID, ev.OLTID), ev, "/api/v1/jobs/"+ev.JobID+"/olts/"+ev.OLTID, ev)
 }
 
 func (s *server) unassign(w http.ResponseWriter, r *http.Request) *apiError {

@@ -59,4 +59,15 @@ func (s *server) publish(r *http.Request, subject string, ev streams.Event) *api
 }
 
 // newID is the id of a resource created without one.
+// created publishes ev on subject and answers 201 with body and the new
+// resource's location.
+func (s *server) created(w http.ResponseWriter, r *http.Request, subject string, ev streams.Event, location string, body any) *apiError {
+	if err := s.publish(r, subject, ev); err != nil {
+		return err
+	}
+	w.Header().Set("Location", location)
+	writeJSON(w, http.StatusCreated, body)
+	return nil
+}
+
 func newID() string { return uuid.NewString() }

@@ -80,21 +80,15 @@ func (s *server) createOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := decodeStrict(r, s.cfg.MaxBodyBytes, &req); err != nil {
 		return err
 	}
-	if req.ID == "" {
-		req.ID = newID()
-	} else if err := checkID("id", req.ID); err != nil {
-		return err
+	var aerr *apiError
+	if req.ID, aerr = newOrCheckedID(req.ID); aerr != nil {
+		return aerr
 	}
 	ev, err := s.oltEvent(r, req.ID, req, nil)
 	if err != nil {
 		return err
 	}
-	if err := s.publish(r, streams.SubjectOLT(ev.ID), ev); err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/olts/"+ev.ID)
-	writeJSON(w, http.StatusCreated, viewOLT(ev))
-	return nil
+	return s.created(w, r, streams.SubjectOLT(ev.ID), ev, "/api/v1/olts/"+ev.ID, viewOLT(ev))
 }
 
 // existingOLT reads the path id of an OLT that must exist.

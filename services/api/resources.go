@@ -19,10 +19,9 @@ func (s *server) createBrand(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := decodeStrict(r, s.cfg.MaxBodyBytes, &req); err != nil {
 		return err
 	}
-	if req.ID == "" {
-		req.ID = newID()
-	} else if err := checkID("id", req.ID); err != nil {
-		return err
+	var aerr *apiError
+	if req.ID, aerr = newOrCheckedID(req.ID); aerr != nil {
+		return aerr
 	}
 	if err := checkName("name", req.Name); err != nil {
 		return err
@@ -31,12 +30,7 @@ func (s *server) createBrand(w http.ResponseWriter, r *http.Request) *apiError {
 		return badField("index_scheme", "index_scheme must be one of %s", strings.Join(IndexSchemes, ", "))
 	}
 	ev := streams.BrandUpserted{ID: req.ID, Name: strings.TrimSpace(req.Name), Description: req.Description, IndexScheme: req.IndexScheme}
-	if err := s.publish(r, streams.SubjectBrand(ev.ID), ev); err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/brands/"+ev.ID)
-	writeJSON(w, http.StatusCreated, ev)
-	return nil
+	return s.created(w, r, streams.SubjectBrand(ev.ID), ev, "/api/v1/brands/"+ev.ID, ev)
 }
 
 type oidRequest struct {
@@ -53,10 +47,9 @@ func (s *server) createOID(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := decodeStrict(r, s.cfg.MaxBodyBytes, &req); err != nil {
 		return err
 	}
-	if req.ID == "" {
-		req.ID = newID()
-	} else if err := checkID("id", req.ID); err != nil {
-		return err
+	var aerr *apiError
+	if req.ID, aerr = newOrCheckedID(req.ID); aerr != nil {
+		return aerr
 	}
 	if err := s.checkBrand(r, req.BrandID); err != nil {
 		return err
@@ -75,12 +68,7 @@ func (s *server) createOID(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	ev := streams.OIDUpserted{ID: req.ID, BrandID: req.BrandID, Name: strings.TrimSpace(req.Name),
 		OID: strings.TrimPrefix(req.OID, "."), Field: req.Field, Decoder: req.Decoder}
-	if err := s.publish(r, streams.SubjectOID(ev.ID), ev); err != nil {
-		return err
-	}
-	w.Header().Set("Location", "/api/v1/oids/"+ev.ID)
-	writeJSON(w, http.StatusCreated, ev)
-	return nil
+	return s.created(w, r, streams.SubjectOID(ev.ID), ev, "/api/v1/oids/"+ev.ID, ev)
 }
 
 // checkBrand requires an existing brand id in field brand_id.

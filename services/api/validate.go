@@ -70,6 +70,14 @@ func checkName(field, v string) *apiError {
 
 // checkID validates an id given in a body or path (it becomes a subject
 // token).
+// newOrCheckedID returns a fresh id for an empty one, else checks it.
+func newOrCheckedID(id string) (string, *apiError) {
+	if id == "" {
+		return newID(), nil
+	}
+	return id, checkID("id", id)
+}
+
 func checkID(field, v string) *apiError {
 	if !streams.ValidID(v) {
 		return badField(field, "%s must be 1-64 characters of A-Z a-z 0-9 _ - starting with a letter or digit", field)
