@@ -80,10 +80,12 @@ func samples() []Event {
 		ExecutionSucceeded{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, FinishedAt: now, Varbinds: 10, Batches: 1},
 		ExecutionFailed{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, StartedAt: now, FinishedAt: now, Error: "request timeout", Retryable: true},
 		ExecutionSkipped{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", ScheduledAt: now.Add(-10 * time.Minute), SkippedAt: now, Reason: "stale: scheduled at 2026-11-21T11:50:00Z, interval 300s; a newer run supersedes it"},
+		ExecutionInterrupted{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, InterruptedAt: now.Add(40 * time.Second), DetectedBy: "p2", Reason: "lease expired without a terminal event"},
 		VarbindBatch{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", IndexScheme: "pon.onu", Columns: []OIDSpec{spec}, CollectedAt: now, Varbinds: []Varbind{{OID: spec.OID + ".4194304000.1", Type: VTInteger, Value: "-2150"}}},
 		ONUChanged{OLTID: "olt-1", PonIndex: 4194304000, ONUID: 1, Change: ONUDiscovered, Current: ONUState{Serial: "HWTC1A2B3C4D", Status: "ONLINE", RxPowerDBm: &rx}, ExecutionID: "e1", ObservedAt: now},
 		AuditEvent{OLTID: "olt-1", Kind: AuditTaskAdded, Level: LevelInfo, Message: "task added", Details: map[string]any{"job_id": "disc"}},
-		DeadLetter{Consumer: "projector-varbinds", Stream: StreamVarbinds, StreamSeq: 3, Subject: "facho.varbinds.olt-1", Reason: "malformed event", Payload: []byte("garbage"), ReceivedAt: now},
+		DeadLetter{Consumer: "projector-varbinds", Stream: StreamVarbinds, StreamSeq: 3, Subject: "facho.varbinds.olt-1", Reason: "malformed event", Deliveries: 1,
+			OriginalType: TypeVarbindBatch, OLTID: "olt-1", ExecutionID: "e1", PayloadSize: 7, PayloadSHA256: "f7f0c2d3c2b8e4b6a4b4d1f0a1c2e3d4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0", PayloadExcerpt: "garbage", ReceivedAt: now},
 	}
 }
 

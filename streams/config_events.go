@@ -78,6 +78,32 @@ type BrandUpserted struct {
 
 func (BrandUpserted) EventType() string { return TypeBrandUpserted }
 
+// Index schemes of a brand (BrandUpserted.IndexScheme).
+const (
+	IndexSchemePonONU    = "pon.onu"
+	IndexSchemeFiberhome = "fiberhome"
+)
+
+// IndexSchemes lists the index schemes the poller and projector decode.
+func IndexSchemes() []string { return []string{IndexSchemePonONU, IndexSchemeFiberhome} }
+
+// Validate refuses a brand without id or with an index scheme nobody can
+// decode: every ONU reading of the brand's OLTs would be dropped.
+func (b BrandUpserted) Validate() error {
+	if b.ID == "" {
+		return errors.New("id is required")
+	}
+	for _, s := range IndexSchemes() {
+		if b.IndexScheme == s {
+			return nil
+		}
+	}
+	if b.IndexScheme == "" {
+		return errors.New("index_scheme is required")
+	}
+	return fmt.Errorf("index_scheme %q: want one of %v", b.IndexScheme, IndexSchemes())
+}
+
 // OIDUpserted creates or changes an OID definition of a brand.
 type OIDUpserted struct {
 	ID      string  `json:"id"`

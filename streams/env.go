@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,6 +21,9 @@ const (
 	EnvVarbindsMaxAge = "FACHO_VARBINDS_MAX_AGE"
 	EnvScheduleMaxAge = "FACHO_SCHEDULE_MAX_AGE"
 	EnvEventsMaxAge   = "FACHO_EVENTS_MAX_AGE"
+	// EnvMaxBytes caps each stream but the configuration stream: bytes,
+	// or a number with KiB, MiB or GiB (e.g. 256MiB); unset or 0: no cap.
+	EnvMaxBytes = "FACHO_STREAM_MAX_BYTES"
 )
 
 // OptionsFromEnv reads Options from the environment; unset variables take
@@ -63,9 +67,36 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		}
 		*d.dst = dur
 	}
+	if v := getenv(EnvMaxBytes); v != "" {
+		n, err := ParseBytes(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvMaxBytes, err))
+		}
+		o.MaxBytes = n
+	}
 	if err := errors.Join(errs...); err != nil {
 		return o, err
 	}
 	o = o.WithDefaults()
 	return o, o.Validate()
+}
+
+// ParseBytes reads a size: a whole number of bytes, or one with the suffix
+// KiB, MiB or GiB.
+func ParseBytes(v string) (int64, error) {
+	num, mult := v, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			num, mult = n, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size (e.g. 268435456 or 256MiB)", v)
+	}
+	return n * mult, nil
 }

@@ -25,6 +25,20 @@ type Event interface {
 	EventType() string
 }
 
+// Versioned is implemented by payload types whose current version is not
+// 1; Encode writes that version and Decode accepts only it.
+type Versioned interface {
+	EventVersion() int
+}
+
+// VersionOf is the version e is encoded with: 1 unless e is Versioned.
+func VersionOf(e Event) int {
+	if v, ok := e.(Versioned); ok {
+		return v.EventVersion()
+	}
+	return 1
+}
+
 // ErrMalformed marks an event that can never be decoded; consumers send it to
 // the dead-letter subject instead of retrying.
 var ErrMalformed = errors.New("malformed event")
@@ -41,7 +55,7 @@ func EncodeWithID(id, source string, now time.Time, payload Event) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", payload.EventType(), err)
 	}
-	b, err := json.Marshal(Envelope{ID: id, Type: payload.EventType(), Version: 1, Time: now.UTC(), Source: source, Data: data})
+	b, err := json.Marshal(Envelope{ID: id, Type: payload.EventType(), Version: VersionOf(payload), Time: now.UTC(), Source: source, Data: data})
 	if err != nil {
 		return nil, fmt.Errorf("encode %s envelope: %w", payload.EventType(), err)
 	}
@@ -70,8 +84,8 @@ func Decode[T Event](b []byte) (Envelope, T, error) {
 	if env.Type != payload.EventType() {
 		return env, payload, fmt.Errorf("%w: type %q, want %q", ErrMalformed, env.Type, payload.EventType())
 	}
-	if env.Version != 1 {
-		return env, payload, fmt.Errorf("%w: %s version %d not supported", ErrMalformed, env.Type, env.Version)
+	if want := VersionOf(payload); env.Version != want {
+		return env, payload, fmt.Errorf("%w: %s version %d not supported (want %d)", ErrMalformed, env.Type, env.Version, want)
 	}
 	if err := DecodeData(env, &payload); err != nil {
 		return env, payload, err

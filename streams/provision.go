@@ -27,6 +27,10 @@ type Options struct {
 	// PollerAckWait is how long a NodeDue may stay unacknowledged before
 	// redelivery; pollers send progress heartbeats while they work.
 	PollerAckWait time.Duration
+	// MaxBytes caps each stream but the configuration stream (the oldest
+	// messages are discarded first); 0 means no cap, only the max ages.
+	// facho dev sets one so the local disk stays bounded.
+	MaxBytes int64
 }
 
 // WithDefaults fills zero fields.
@@ -64,7 +68,19 @@ func (o Options) Validate() error {
 	if o.PollerAckWait < time.Second {
 		errs = append(errs, fmt.Errorf("poller ack wait %s: want at least 1s", o.PollerAckWait))
 	}
+	if o.MaxBytes < 0 || (o.MaxBytes > 0 && o.MaxBytes < 1<<20) {
+		errs = append(errs, fmt.Errorf("stream max bytes %d: want 0 (no cap) or at least 1 MiB", o.MaxBytes))
+	}
 	return errors.Join(errs...)
+}
+
+// streamMaxBytes is the byte cap of stream name: none (-1) for the
+// configuration stream, which is the truth and is kept forever.
+func (o Options) streamMaxBytes(name string) int64 {
+	if name == StreamConfig || o.MaxBytes <= 0 {
+		return -1
+	}
+	return o.MaxBytes
 }
 
 // StreamConfigs returns every stream Facho uses.
@@ -81,6 +97,7 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 			MaxAge:      maxAge,
 			Duplicates:  2 * time.Minute,
 			Discard:     jetstream.DiscardOld,
+			MaxBytes:    o.streamMaxBytes(name),
 		}
 	}
 	return []jetstream.StreamConfig{
@@ -93,6 +110,26 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 		mk(StreamDLQ, SubjectsDLQ, "dead letters: messages a consumer could not process, with the reason", o.EventsMaxAge),
 	}
 }
+
+// Delivery bounds. No consumer redelivers a message without bound, and
+// every message it gives up on ends in facho.dlq.<consumer> (see
+// pkg/jsrouter for the rule of the router consumers).
+const (
+	// MaxFailedDeliveries: a router consumer dead-letters a message whose
+	// handling failed on this many deliveries while the dependency's health
+	// check passed ("gave up after N deliveries: <last error>"). Failures
+	// during an outage (health check failing) do not count: the router
+	// holds the message and retries it once the dependency is back.
+	MaxFailedDeliveries = 5
+	// MaxDeliveries: a router consumer dead-letters, before handling it, a
+	// message delivered more often than this, whatever the reason (a
+	// message that crashes its consumer is redelivered without ever
+	// failing).
+	MaxDeliveries = 20
+	// PollerMaxDeliveries: a NodeDue still waiting (OLT busy, transient
+	// failures) on this delivery is dead-lettered instead of NAKed again.
+	PollerMaxDeliveries = 1000
+)
 
 // ConsumerDef binds a durable consumer to its stream.
 type ConsumerDef struct {
@@ -119,9 +156,12 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 	// Projections skip sequences at or below their checkpoint, so they
 	// must see a consumer's messages strictly in stream order: one message
 	// pending at a time (a NAKed or crashed message holds back the next,
-	// across replicas too), and no MaxDeliver, which would drop a message
-	// the database could not take yet and let later ones overtake it.
-	// Poison messages leave through the dead-letter subject instead.
+	// across replicas too). The server's MaxDeliver stays unlimited: it
+	// cannot tell a database outage (wait, lose nothing) from a message
+	// that fails on its own, and would drop the message silently and let
+	// later ones overtake it. pkg/jsrouter bounds the deliveries instead
+	// (MaxFailedDeliveries, MaxDeliveries) and ends every message it gives
+	// up on in the dead letters.
 	ordered := func(d ConsumerDef) ConsumerDef {
 		d.Config.MaxAckPending = 1
 		d.Config.MaxDeliver = -1
@@ -129,8 +169,11 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 	}
 	return []ConsumerDef{
 		// A NodeDue whose OLT is busy is NAKed with a delay until the lease
-		// frees: that is waiting, not failing, hence the high MaxDeliver.
-		mk(StreamSchedule, ConsumerPoller, SubjectsNodeDue, "pollers take due nodes", o.PollerAckWait, 1000),
+		// frees: that is waiting, not failing, hence the high bound. The
+		// poller ends a NodeDue on its PollerMaxDeliveries-th delivery
+		// itself (dead letter) instead of NAKing it again; the server's
+		// MaxDeliver is one more, a backstop that is never reached.
+		mk(StreamSchedule, ConsumerPoller, SubjectsNodeDue, "pollers take due nodes", o.PollerAckWait, PollerMaxDeliveries+1),
 		ordered(mk(StreamConfig, ConsumerProjectorConfig, SubjectsConfig, "projector: configuration read model", 30*time.Second, 10)),
 		ordered(mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", 30*time.Second, 10)),
 		ordered(mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", 30*time.Second, 10)),
@@ -138,12 +181,16 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		// The auditor's coordinator_logs are a projection too (checkpointed).
 		ordered(mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", 30*time.Second, 10)),
 		ordered(mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", 30*time.Second, 10)),
+		// Dead-lettered varbind batches: their execution is not SUCCESS.
+		ordered(mk(StreamDLQ, ConsumerProjectorDLQ, SubjectDLQ(ConsumerProjectorVarbinds), "projector: executions whose varbind batches were dead-lettered", 30*time.Second, 10)),
 	}
 }
 
 // LeaseBucketConfig is the KV bucket of OLT leases: History 1 and the
 // bucket TTL as lease TTL, so a renewal by Update(revision) restarts the
-// clock (a per-key TTL would be dropped by Update).
+// clock (a per-key TTL would be dropped by Update), and limit markers, so
+// an expiry is an event (a release is a KV delete, an expiry a purge
+// marker).
 func LeaseBucketConfig(o Options) jetstream.KeyValueConfig {
 	o = o.WithDefaults()
 	return jetstream.KeyValueConfig{
@@ -151,8 +198,13 @@ func LeaseBucketConfig(o Options) jetstream.KeyValueConfig {
 		Description: "one lease per OLT: one heavy SNMP operation at a time",
 		History:     1,
 		TTL:         o.LeaseTTL,
-		Storage:     o.Storage,
-		Replicas:    o.Replicas,
+		// An expiry by TTL leaves a delete marker (Nats-Marker-Reason
+		// MaxAge) that watchers see, unlike a silent removal: pollers turn
+		// the expiry of a started attempt's lease into execution.interrupted.
+		// The server keeps the marker about one TTL (MaxAge applies to it).
+		LimitMarkerTTL: o.LeaseTTL,
+		Storage:        o.Storage,
+		Replicas:       o.Replicas,
 	}
 }
 
@@ -173,7 +225,16 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 			return fmt.Errorf("provision consumer %s/%s: %w", cd.Stream, cd.Config.Durable, err)
 		}
 	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, LeaseBucketConfig(o)); err != nil {
+	kvc := LeaseBucketConfig(o)
+	_, err := js.CreateOrUpdateKeyValue(ctx, kvc)
+	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+		// A server before 2.11 has no limit markers: leases still expire,
+		// and pollers find the executions of dead holders by their
+		// periodic sweep instead of at the expiry.
+		kvc.LimitMarkerTTL = 0
+		_, err = js.CreateOrUpdateKeyValue(ctx, kvc)
+	}
+	if err != nil {
 		return fmt.Errorf("provision kv %s: %w", BucketLeases, err)
 	}
 	return nil

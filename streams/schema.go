@@ -59,12 +59,25 @@ func RenderCatalogue() []byte {
 		}
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", sc.Name, strings.Join(sc.Subjects, "`, `"), age, sc.Description)
 	}
-	b.WriteString("\n## Durable consumers\n\n| consumer | stream | filter | ack wait | max deliver |\n| --- | --- | --- | --- | --- |\n")
+	b.WriteString("\n## Durable consumers\n\n")
+	b.WriteString("No consumer redelivers a message without bound: every message ends acknowledged or in `facho.dlq.<consumer>`. ")
+	b.WriteString("The router consumers (projector, auditor) dead-letter a message whose handling failed on ")
+	fmt.Fprintf(&b, "%d deliveries while the dependency's health check passed (reason \"gave up after %d deliveries: <last error>\"); ", MaxFailedDeliveries, MaxFailedDeliveries)
+	b.WriteString("during an outage (health check failing) they hold the message and retry it when the dependency is back, without counting. ")
+	fmt.Fprintf(&b, "A message delivered more than %d times for any reason (e.g. it crashes the consumer) is dead-lettered before it is handled. ", MaxDeliveries)
+	b.WriteString("The server's max deliver is unlimited (-1) for them: it cannot tell an outage from a bad message. ")
+	b.WriteString("Consumers also refuse an event on a subject other than its own (`streams.CheckSubject`: the type must match the subject, the ids in the subject must be those of the data).\n\n")
+	b.WriteString("| consumer | stream | filter | ack wait | max ack pending | server max deliver | bound |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, cd := range ConsumerConfigs(Options{}) {
-		fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %d |\n", cd.Config.Durable, cd.Stream, cd.Config.FilterSubject, cd.Config.AckWait, cd.Config.MaxDeliver)
+		bound := fmt.Sprintf("router: %d failed deliveries (dependency healthy), %d deliveries", MaxFailedDeliveries, MaxDeliveries)
+		if cd.Config.Durable == ConsumerPoller {
+			bound = fmt.Sprintf("poller: dead letter on delivery %d if still not done; stale NodeDue skipped", PollerMaxDeliveries)
+		}
+		fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %d | %d | %s |\n", cd.Config.Durable, cd.Stream, cd.Config.FilterSubject, cd.Config.AckWait,
+			cd.Config.MaxAckPending, cd.Config.MaxDeliver, bound)
 	}
 	kv := LeaseBucketConfig(Options{})
-	fmt.Fprintf(&b, "\n## KV buckets\n\n| bucket | history | ttl | what |\n| --- | --- | --- | --- |\n| %s | %d | %s | %s; key `olt.<olt_id>`, renewed by compare-and-swap on the revision, which is the fencing token carried as `lease_revision` |\n", kv.Bucket, kv.History, kv.TTL, kv.Description)
+	fmt.Fprintf(&b, "\n## KV buckets\n\n| bucket | history | ttl | what |\n| --- | --- | --- | --- |\n| %s | %d | %s | %s; key `olt.<olt_id>`, renewed by compare-and-swap on the revision, which is the fencing token carried as `lease_revision`; a release is a delete, an expiry by TTL leaves a limit marker (LimitMarkerTTL) from which every poller publishes `execution.interrupted` for the attempt that held it |\n", kv.Bucket, kv.History, kv.TTL, kv.Description)
 	b.WriteString("\n## Events\n\n| type | version | subject | stream | published by | consumed by | schema |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	specs := Catalogue()
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].Stream < specs[j].Stream })

@@ -42,6 +42,10 @@ const (
 	ConsumerProjectorVarbinds = "projector-varbinds"
 	ConsumerAuditorExec       = "auditor-exec"
 	ConsumerAuditorAudit      = "auditor-audit"
+	// ConsumerProjectorDLQ reads the dead letters of
+	// ConsumerProjectorVarbinds: an execution whose batches were
+	// dead-lettered is FAILED, not SUCCESS.
+	ConsumerProjectorDLQ = "projector-dlq"
 )
 
 // BucketLeases is the KV bucket holding one lease per OLT.
@@ -75,6 +79,9 @@ const (
 	// PhaseSkipped: the run was not made because a newer one supersedes it
 	// (no catch-up).
 	PhaseSkipped = "skipped"
+	// PhaseInterrupted: the attempt's lease expired without a succeeded or
+	// failed event (its poller died or was cut off mid-walk).
+	PhaseInterrupted = "interrupted"
 )
 
 // SubjectExec is an execution lifecycle subject for one OLT.

@@ -8,15 +8,16 @@ import (
 // Event types of the schedule, execution, varbind, ONU, audit and
 // dead-letter streams.
 const (
-	TypeNodeDue            = "node.due"
-	TypeExecutionStarted   = "execution.started"
-	TypeExecutionSucceeded = "execution.succeeded"
-	TypeExecutionFailed    = "execution.failed"
-	TypeExecutionSkipped   = "execution.skipped"
-	TypeVarbindBatch       = "varbind.batch"
-	TypeONUChanged         = "onu.changed"
-	TypeAudit              = "audit"
-	TypeDeadLetter         = "dead_letter"
+	TypeNodeDue              = "node.due"
+	TypeExecutionStarted     = "execution.started"
+	TypeExecutionSucceeded   = "execution.succeeded"
+	TypeExecutionFailed      = "execution.failed"
+	TypeExecutionSkipped     = "execution.skipped"
+	TypeExecutionInterrupted = "execution.interrupted"
+	TypeVarbindBatch         = "varbind.batch"
+	TypeONUChanged           = "onu.changed"
+	TypeAudit                = "audit"
+	TypeDeadLetter           = "dead_letter"
 )
 
 // OIDSpec is one OID a node reads, with what it means and how to decode it.
@@ -137,6 +138,33 @@ type ExecutionSkipped struct {
 
 func (ExecutionSkipped) EventType() string { return TypeExecutionSkipped }
 
+// ExecutionInterrupted: the lease of a started attempt expired (its holder
+// stopped renewing it: killed, frozen or cut off) without a succeeded or
+// failed event. Every poller watches the lease bucket and publishes it for
+// the attempt that held the expired lease, with the Nats-Msg-Id
+// "<execution_id>:<attempt>:interrupted", so N pollers record it once. It is
+// final for the attempt: a late succeeded or failed of the same attempt does
+// not replace it, and an attempt that already ended keeps its outcome; a
+// newer attempt of the execution (its NodeDue redelivered) still runs.
+type ExecutionInterrupted struct {
+	ExecutionID string `json:"execution_id"`
+	JobID       string `json:"job_id"`
+	OLTID       string `json:"olt_id"`
+	// PollerID is the holder whose lease expired (from its started event).
+	PollerID      string    `json:"poller_id"`
+	Attempt       int       `json:"attempt"`
+	LeaseRevision uint64    `json:"lease_revision"`
+	StartedAt     time.Time `json:"started_at"`
+	// InterruptedAt is when the lease was seen expired (the expiry marker's
+	// time when known).
+	InterruptedAt time.Time `json:"interrupted_at"`
+	// DetectedBy is the poller that published the event.
+	DetectedBy string `json:"detected_by"`
+	Reason     string `json:"reason"`
+}
+
+func (ExecutionInterrupted) EventType() string { return TypeExecutionInterrupted }
+
 // Varbind is one raw SNMP variable binding. Value is decimal for numeric
 // types, lower-case hex for OctetString (binary-safe), dotted for
 // ObjectIdentifier and IpAddress, empty for Null and the exceptions.
@@ -222,17 +250,18 @@ func (ONUChanged) EventType() string { return TypeONUChanged }
 
 // Audit event types (seed 002 CoordinatorLog.event_type).
 const (
-	AuditTaskAdded      = "TASK_ADDED"
-	AuditTaskRemoved    = "TASK_REMOVED"
-	AuditPlanAdjusted   = "PLAN_ADJUSTED"
-	AuditOLTDisabled    = "OLT_DISABLED"
-	AuditQuotaViolation = "QUOTA_VIOLATION"
-	AuditExecStarted    = "EXECUTION_STARTED"
-	AuditExecSucceeded  = "EXECUTION_SUCCEEDED"
-	AuditExecFailed     = "EXECUTION_FAILED"
-	AuditExecSkipped    = "EXECUTION_SKIPPED"
-	AuditConfigChanged  = "CONFIG_CHANGED"
-	AuditNodeDue        = "NODE_DUE"
+	AuditTaskAdded       = "TASK_ADDED"
+	AuditTaskRemoved     = "TASK_REMOVED"
+	AuditPlanAdjusted    = "PLAN_ADJUSTED"
+	AuditOLTDisabled     = "OLT_DISABLED"
+	AuditQuotaViolation  = "QUOTA_VIOLATION"
+	AuditExecStarted     = "EXECUTION_STARTED"
+	AuditExecSucceeded   = "EXECUTION_SUCCEEDED"
+	AuditExecFailed      = "EXECUTION_FAILED"
+	AuditExecSkipped     = "EXECUTION_SKIPPED"
+	AuditExecInterrupted = "EXECUTION_INTERRUPTED"
+	AuditConfigChanged   = "CONFIG_CHANGED"
+	AuditNodeDue         = "NODE_DUE"
 )
 
 // Audit levels.
@@ -255,15 +284,56 @@ type AuditEvent struct {
 
 func (AuditEvent) EventType() string { return TypeAudit }
 
-// DeadLetter records a message a consumer could not process, and why.
+// Bounds of a dead letter, so that one can always be published whatever
+// the message it records (up to the server's maximum payload): the payload
+// itself stays in its stream (LimitsPolicy) and is fetched by Stream and
+// StreamSeq; the dead letter carries an excerpt, its size and its digest.
+const (
+	DeadLetterExcerptBytes = 4096
+	DeadLetterReasonBytes  = 1024
+	DeadLetterFieldBytes   = 256 // subject, ids and event type
+)
+
+// DeadLetterVersion is the current version of dead_letter. Version 1
+// embedded the whole payload, so a message close to the maximum payload
+// could not be dead-lettered.
+const DeadLetterVersion = 2
+
+// DeadLetter records a message a consumer could not process, and why. The
+// original stays in Stream at StreamSeq until the stream's retention
+// removes it. Text fields are bounded (see the DeadLetter* constants).
 type DeadLetter struct {
-	Consumer   string    `json:"consumer"`
-	Stream     string    `json:"stream"`
-	StreamSeq  uint64    `json:"stream_seq"`
-	Subject    string    `json:"subject"`
-	Reason     string    `json:"reason"`
-	Payload    []byte    `json:"payload"`
-	ReceivedAt time.Time `json:"received_at"`
+	Consumer  string `json:"consumer"`
+	Stream    string `json:"stream"`
+	StreamSeq uint64 `json:"stream_seq"`
+	Subject   string `json:"subject"`
+	// Reason says why: the decode or database error, or "gave up after N
+	// deliveries: <last error>" for a message that kept failing while its
+	// dependency was healthy.
+	Reason string `json:"reason"`
+	// Deliveries is how many times the consumer had received the message.
+	Deliveries uint64 `json:"deliveries"`
+	// MsgID is the original's Nats-Msg-Id, when it had one.
+	MsgID string `json:"msg_id,omitempty"`
+	// OriginalType (the envelope's type), OLTID and ExecutionID are read,
+	// best effort, from the original when it is a parseable envelope
+	// (olt_id and execution_id of its data); empty otherwise.
+	OriginalType string `json:"event_type,omitempty"`
+	OLTID        string `json:"olt_id,omitempty"`
+	ExecutionID  string `json:"execution_id,omitempty"`
+	// PayloadSize is the original's size in bytes, PayloadSHA256 its
+	// digest (lower-case hex).
+	PayloadSize   int    `json:"payload_size"`
+	PayloadSHA256 string `json:"payload_sha256"`
+	// PayloadExcerpt is the start of the original (at most
+	// DeadLetterExcerptBytes) as text: invalid UTF-8 and NUL bytes become
+	// U+FFFD. PayloadTruncated says the excerpt is not the whole payload.
+	PayloadExcerpt   string    `json:"payload_excerpt"`
+	PayloadTruncated bool      `json:"payload_truncated,omitempty"`
+	ReceivedAt       time.Time `json:"received_at"`
 }
 
 func (DeadLetter) EventType() string { return TypeDeadLetter }
+
+// EventVersion: see DeadLetterVersion.
+func (DeadLetter) EventVersion() int { return DeadLetterVersion }

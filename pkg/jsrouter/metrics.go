@@ -22,9 +22,12 @@ const (
 // metrics are the per-consumer metrics of every Facho consumer; services
 // keep only their domain metrics.
 type metrics struct {
-	handled      *prometheus.CounterVec
-	deadLettered *prometheus.CounterVec
-	duration     *prometheus.HistogramVec
+	handled       *prometheus.CounterVec
+	deadLettered  *prometheus.CounterVec
+	gaveUp        *prometheus.CounterVec
+	waiting       *prometheus.GaugeVec
+	outageRetries *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,6 +40,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_consumer_dead_letters_total",
 			Help: "Messages sent to the dead-letter subject per consumer.",
 		}, []string{"consumer"}),
+		gaveUp: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_consumer_gave_up_total",
+			Help: "Messages dead-lettered because they kept failing with the dependency healthy, or were delivered too often, per consumer.",
+		}, []string{"consumer"}),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "facho_consumer_dependency_unavailable",
+			Help: "1 while the consumer holds a message because its dependency (the database) is unavailable.",
+		}, []string{"consumer"}),
+		outageRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_consumer_outage_retries_total",
+			Help: "Tries of a held message while the dependency was unavailable (not counted toward the delivery bound).",
+		}, []string{"consumer"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "facho_consumer_handle_seconds",
 			Help:    "Time to handle one message, retries included.",
@@ -46,7 +61,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	err := errors.Join(Register(reg, &m.handled), Register(reg, &m.deadLettered), Register(reg, &m.duration))
+	err := errors.Join(Register(reg, &m.handled), Register(reg, &m.deadLettered), Register(reg, &m.gaveUp),
+		Register(reg, &m.waiting), Register(reg, &m.outageRetries), Register(reg, &m.duration))
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func (m Msg) SetOutcome(outcome string) {
 // Handler handles one message. Return nil to ack it; an error wrapping
 // streams.ErrMalformed to dead-letter it (facho.dlq.<consumer>, with the
 // error as reason) and carry on; any other error is transient: retried in
-// place, then Nacked with a delay.
+// place, then Nacked with a delay, within the bounds of the package doc.
 type Handler func(ctx context.Context, m Msg) error
 
 // Config of a Router. Zero values take defaults.
@@ -58,8 +58,29 @@ type Config struct {
 	Source string
 	SubscriberConfig
 	// MaxRetries is how many times a transient error is retried in place
-	// before the message is Nacked; default 3.
+	// (dependency healthy) before the message is Nacked; default 3.
 	MaxRetries int
+	// Health says whether the handlers' dependency (the database) is
+	// available, given the error a handler just returned: nil when it is,
+	// so the failure is the message's own and counts; an error when it is
+	// not (an outage), so the router holds the message, waits with backoff
+	// and retries it without counting. Nil: every failure counts.
+	Health func(ctx context.Context, cause error) error
+	// HealthTimeout bounds one Health call; default 5s.
+	HealthTimeout time.Duration
+	// OutageBackoffMax caps the wait between tries while Health fails, and
+	// so how long a held message may wait after the dependency is back;
+	// default 5s.
+	OutageBackoffMax time.Duration
+	// MaxFailedDeliveries: a message that still fails, dependency healthy,
+	// after its in-place retries on this delivery or a later one is
+	// dead-lettered ("gave up after N deliveries: <last error>"); default
+	// streams.MaxFailedDeliveries.
+	MaxFailedDeliveries int
+	// MaxDeliveries: a message delivered more often than this is
+	// dead-lettered before it is handled (it never ended: e.g. it crashes
+	// the consumer); default streams.MaxDeliveries.
+	MaxDeliveries int
 	// RetryInitial and RetryMax bound the in-place retry backoff; default
 	// 100ms and 2s.
 	RetryInitial time.Duration
@@ -86,6 +107,18 @@ func (c Config) WithDefaults() Config {
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = 15 * time.Second
 	}
+	if c.HealthTimeout == 0 {
+		c.HealthTimeout = 5 * time.Second
+	}
+	if c.OutageBackoffMax == 0 {
+		c.OutageBackoffMax = 5 * time.Second
+	}
+	if c.MaxFailedDeliveries == 0 {
+		c.MaxFailedDeliveries = streams.MaxFailedDeliveries
+	}
+	if c.MaxDeliveries == 0 {
+		c.MaxDeliveries = streams.MaxDeliveries
+	}
 	return c
 }
 
@@ -104,6 +137,10 @@ func New(js jetstream.JetStream, cfg Config) (*Router, error) {
 	if cfg.Source == "" {
 		return nil, errors.New("jsrouter: source is required")
 	}
+	if cfg.MaxRetries < 0 || cfg.MaxFailedDeliveries < 1 || cfg.MaxDeliveries < cfg.MaxFailedDeliveries {
+		return nil, fmt.Errorf("jsrouter: want max retries >= 0 (%d) and 1 <= max failed deliveries (%d) <= max deliveries (%d)",
+			cfg.MaxRetries, cfg.MaxFailedDeliveries, cfg.MaxDeliveries)
+	}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
 		return nil, err
@@ -113,19 +150,13 @@ func New(js jetstream.JetStream, cfg Config) (*Router, error) {
 		return nil, fmt.Errorf("jsrouter: new router: %w", err)
 	}
 	r := &Router{js: js, cfg: cfg, router: wr, sub: NewSubscriber(js, cfg.SubscriberConfig, cfg.Log), metrics: m}
-	// First added runs outermost: count the outcome, retry transient
-	// errors, dead-letter malformed messages and panics (which a retry
-	// cannot fix), recover panics.
+	// First added runs outermost: count the outcome; dead-letter what
+	// ends as malformed, panicked or given up; bound the tries (retry in
+	// place, hold through an outage, give up); recover panics.
 	wr.AddMiddleware(
 		r.countOutcome,
-		middleware.Retry{
-			MaxRetries:      cfg.MaxRetries,
-			InitialInterval: cfg.RetryInitial,
-			MaxInterval:     cfg.RetryMax,
-			Multiplier:      2,
-			Logger:          logAdapter{cfg.Log},
-		}.Middleware,
 		r.deadLetter,
+		r.bound,
 		middleware.Recoverer,
 	)
 	return r, nil
@@ -218,9 +249,10 @@ func fromMessage(wm *message.Message) (Msg, error) {
 	}, nil
 }
 
-// deadLetter sends malformed messages and panics to facho.dlq.<consumer>
-// and reports success, so the message is terminated and the consumer
-// carries on.
+// deadLetter sends malformed messages, panics and messages the router
+// gave up on to facho.dlq.<consumer> and reports success, so the message
+// is terminated and the consumer carries on. A dead letter that cannot be
+// published leaves the error: the message is Nacked and comes back.
 func (r *Router) deadLetter(h message.HandlerFunc) message.HandlerFunc {
 	return func(wm *message.Message) ([]*message.Message, error) {
 		out, err := h(wm)
@@ -229,7 +261,10 @@ func (r *Router) deadLetter(h message.HandlerFunc) message.HandlerFunc {
 		}
 		reason := ""
 		var panicErr middleware.RecoveredPanicError
+		var gaveUp *GaveUpError
 		switch {
+		case errors.As(err, &gaveUp):
+			reason = gaveUp.Error()
 		case errors.Is(err, streams.ErrMalformed):
 			reason = err.Error()
 		case errors.As(err, &panicErr):
@@ -248,8 +283,11 @@ func (r *Router) deadLetter(h message.HandlerFunc) message.HandlerFunc {
 			return nil, fmt.Errorf("dead letter after %v: %w", err, dlErr)
 		}
 		r.cfg.Log.Warn().Str(telemetry.KeyConsumer, consumer).Str(telemetry.KeyStreamSeq, wm.Metadata.Get(MetaStreamSeq)).
-			Str(telemetry.KeySubject, wm.Metadata.Get(MetaSubject)).Str("reason", reason).Msg("message dead-lettered")
+			Str(telemetry.KeySubject, wm.Metadata.Get(MetaSubject)).Str("reason", deadletter.Bound(reason, streams.DeadLetterReasonBytes)).Msg("message dead-lettered")
 		r.metrics.deadLettered.WithLabelValues(consumer).Inc()
+		if gaveUp != nil {
+			r.metrics.gaveUp.WithLabelValues(consumer).Inc()
+		}
 		wm.Metadata.Set(metaDeadLettered, "true")
 		return nil, nil
 	}

@@ -6,6 +6,36 @@
 // watermill-nats is not used: its subscriber provisions consumers itself
 // and its grouped consumer forces WorkQueue retention (see
 // NOTES-JETSTREAM.md); ours binds to consumers streams.Provision created.
+//
+// # Every message ends
+//
+// No message is redelivered without bound, and an outage of the handlers'
+// dependency (the database) loses nothing. For each delivery:
+//
+//   - the handler returns nil: the message is acked;
+//   - it returns an error wrapping streams.ErrMalformed, or panics: the
+//     message is dead-lettered at once (facho.dlq.<consumer>, with the
+//     reason; see pkg/deadletter) and the consumer carries on;
+//   - any other error is transient. The router asks Config.Health, given
+//     the error. While Health fails (the database is down, or the error
+//     says the database as a whole is unusable), the failure is not the
+//     message's: the router holds the message (kept in progress, so it is
+//     not redelivered), waits with backoff up to OutageBackoffMax and tries
+//     again, without counting, for as long as the outage lasts. When Health
+//     passes, the failure is the message's own (a deadlock, a value the
+//     handler trips on): it is retried in place MaxRetries times, then
+//     Nacked for a later delivery; on the MaxFailedDeliveries-th delivery
+//     or a later one it is dead-lettered instead, with the reason "gave up
+//     after N deliveries: <last error>";
+//   - a message delivered more than MaxDeliveries times (whatever ended
+//     the earlier deliveries: a message that crashes the process is
+//     redelivered without ever failing) is dead-lettered before it is
+//     handled.
+//
+// The server's MaxDeliver of these consumers is unlimited: the server
+// cannot tell an outage from a bad message, and would silently drop the
+// message. A dead letter that cannot be published (NATS itself down)
+// leaves the message Nacked: it comes back.
 package jsrouter
 
 import (
@@ -230,11 +260,14 @@ func Raw(ctx context.Context) (jetstream.Msg, bool) {
 	return jm, ok
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// sleep waits d; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }

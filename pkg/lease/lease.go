@@ -10,6 +10,13 @@
 // A lease does not stop a paused, stale holder by itself: Lease.Revision is a
 // fencing token to carry in every event of the operation, so consumers can
 // ignore events of a holder that lost its lease.
+//
+// A holder that dies leaves its key to expire. The bucket keeps limit
+// markers (LimitMarkerTTL), so an expiry by TTL is seen by watchers as a
+// purge while a Release is a delete: WatchExpiries reports expiries with
+// the last record seen under the key (holder, execution, fencing token),
+// which is how pollers end a dead holder's execution INTERRUPTED. The
+// server keeps such a marker only about one TTL.
 package lease
 
 import (
@@ -66,8 +73,11 @@ type Record struct {
 	RenewedAt  time.Time `json:"renewed_at"`
 }
 
+// keyPrefix starts every lease key.
+const keyPrefix = "olt."
+
 // Key is the KV key of an OLT's lease.
-func Key(oltID string) string { return "olt." + oltID }
+func Key(oltID string) string { return keyPrefix + oltID }
 
 // Manager acquires leases for one holder (a poller instance).
 type Manager struct {

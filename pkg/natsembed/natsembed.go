@@ -3,11 +3,16 @@
 package natsembed
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/facho-olt/facho/pkg/portcheck"
 )
 
 // Config of the embedded server.
@@ -19,6 +24,14 @@ type Config struct {
 	StoreDir string // JetStream storage; required
 	// ServerName identifies the server in logs.
 	ServerName string
+	// Users, when not empty, are the only clients accepted (nkeys with
+	// their permissions, see pkg/natsauth): anonymous connections are
+	// refused.
+	Users []*server.NkeyUser
+	// TLS, when not nil, serves clients over TLS (with
+	// ClientAuth: tls.RequireAndVerifyClientCert, clients need
+	// certificates too).
+	TLS *tls.Config
 }
 
 // DefaultPort is the embedded server's client port in the local run.
@@ -51,6 +64,22 @@ func Start(cfg Config) (*Server, error) {
 		StoreDir:   cfg.StoreDir,
 		NoLog:      true,
 		NoSigs:     true,
+		Nkeys:      cfg.Users,
+	}
+	if cfg.TLS != nil {
+		opts.TLS = true
+		opts.TLSConfig = cfg.TLS
+		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+		opts.TLSTimeout = 2
+	}
+	// A taken port would only show as "not ready" after the wait below.
+	if cfg.Port > 0 {
+		if err := portcheck.Free("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))); err != nil {
+			if errors.Is(err, portcheck.ErrInUse) {
+				return nil, fmt.Errorf("embedded nats: port %d in use", cfg.Port)
+			}
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -59,7 +88,7 @@ func Start(cfg Config) (*Server, error) {
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
-		return nil, errors.New("start embedded nats: not ready after 10s")
+		return nil, fmt.Errorf("start embedded nats on %s: not ready after 10s", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	}
 	return &Server{srv: srv}, nil
 }

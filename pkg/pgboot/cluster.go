@@ -61,9 +61,34 @@ func runningPort(ctx context.Context, r *runner, b Binaries, dir string) (int, b
 	return port, true, nil
 }
 
+// WAL bounds of the private cluster. It has no replica and no archive, so
+// it needs no WAL beyond crash recovery: wal_level minimal writes the
+// least, checkpoints recycle segments once max_wal_size is reached, and
+// nothing (wal_keep_size, replication slots) keeps old segments. pg_wal
+// then stays near max_wal_size (PostgreSQL may exceed it briefly under a
+// burst, until the next checkpoint).
+const (
+	walMaxSize = "256MB"
+	walMinSize = "64MB"
+)
+
+// walSettings returns the WAL lines of facho.conf for PostgreSQL major.
+func walSettings(major int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "wal_level = minimal\nmax_wal_senders = 0\narchive_mode = off\n")
+	fmt.Fprintf(&b, "max_wal_size = '%s'\nmin_wal_size = '%s'\n", walMaxSize, walMinSize)
+	fmt.Fprintf(&b, "checkpoint_timeout = '5min'\ncheckpoint_completion_target = 0.9\n")
+	if major >= 13 {
+		fmt.Fprintf(&b, "wal_keep_size = 0\nmax_slot_wal_keep_size = '%s'\n", walMaxSize)
+	} else {
+		fmt.Fprintf(&b, "wal_keep_segments = 0\n")
+	}
+	return b.String()
+}
+
 // writeSettings writes facho.conf (port, listen address, socket dir,
-// durability) and makes postgresql.conf include it.
-func writeSettings(r *runner, cfg Config) error {
+// durability, WAL bounds) and makes postgresql.conf include it.
+func writeSettings(r *runner, cfg Config, major int) error {
 	socketDir := cfg.DataDir
 	if len(filepath.Join(socketDir, ".s.PGSQL."+strconv.Itoa(cfg.Port))) > maxSocketPath {
 		socketDir = ""
@@ -74,6 +99,7 @@ func writeSettings(r *runner, cfg Config) error {
 	fmt.Fprintf(&b, "port = %d\n", cfg.Port)
 	fmt.Fprintf(&b, "unix_socket_directories = %s\n", quoteConf(socketDir))
 	fmt.Fprintf(&b, "max_connections = 200\n")
+	b.WriteString(walSettings(major))
 	if cfg.Fast {
 		fmt.Fprintf(&b, "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n")
 	}
@@ -115,6 +141,36 @@ func startServer(ctx context.Context, r *runner, b Binaries, cfg Config) error {
 		return fmt.Errorf("pgboot: start PostgreSQL in %s on port %d: %w: %s %s", cfg.DataDir, cfg.Port, err, lastLines(out, 5), lastLines(serverLog, 10))
 	}
 	return nil
+}
+
+// StopCluster stops the private cluster in dataDir if it runs (fast
+// shutdown: sessions are ended); a cluster that does not run, or a dir
+// without one, is no error. It is for the owner of a cluster that another
+// process started (pgtest stops the shared test cluster this way).
+func StopCluster(dataDir string) error {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return fmt.Errorf("pgboot: data dir %s: %w", dataDir, err)
+	}
+	major := clusterMajor(dir)
+	if major == 0 {
+		return nil
+	}
+	r, err := newRunner()
+	if err != nil {
+		return err
+	}
+	bins, err := pickBinaries("", major)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, running, err := runningPort(ctx, r, bins, dir)
+	if err != nil || !running {
+		return err
+	}
+	return stopServer(r, bins, dir)
 }
 
 func stopServer(r *runner, b Binaries, dir string) error {

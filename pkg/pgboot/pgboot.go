@@ -11,14 +11,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/portcheck"
 )
 
 // DefaultPort is the private cluster's port: not 5432, so it never collides
@@ -45,6 +49,12 @@ type Config struct {
 	// Fast turns off fsync and synchronous commit: for throw-away test
 	// clusters only, a crash can lose or corrupt data.
 	Fast bool
+	// Owned says the caller owns DataDir alone (facho dev holds a lock on
+	// its data folder): a cluster found running there was left by a
+	// previous owner that died (kill -9), and stop stops it too, as if
+	// this call had started it. Without Owned such a cluster is someone
+	// else's and is left running.
+	Owned bool
 	// StartTimeout bounds how long the server may take to accept
 	// connections; default 60s.
 	StartTimeout time.Duration
@@ -148,10 +158,20 @@ func ensureCluster(ctx context.Context, cfg Config) (string, func() error, error
 	}
 	stop := noop
 	if running {
-		log.Info().Int("port", port).Msg("private PostgreSQL cluster already running; reusing it")
+		log.Info().Int("port", port).Bool("owned", cfg.Owned).Msg("private PostgreSQL cluster already running; reusing it")
+		if cfg.Owned {
+			stop = func() error { return stopServer(runner, bins, cfg.DataDir) }
+		}
 	} else {
 		port = cfg.Port
-		if err := writeSettings(runner, cfg); err != nil {
+		// A taken port would only show in the server log after pg_ctl's wait.
+		if err := portcheck.Free("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+			if errors.Is(err, portcheck.ErrInUse) {
+				return "", noop, fmt.Errorf("private PostgreSQL: port %d in use", port)
+			}
+			return "", noop, fmt.Errorf("private PostgreSQL: %w", err)
+		}
+		if err := writeSettings(runner, cfg, bins.Major); err != nil {
 			return "", noop, err
 		}
 		log.Info().Int("port", port).Msg("starting private PostgreSQL cluster")

@@ -3,6 +3,7 @@ package pgboot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -118,6 +119,19 @@ func TestPrivateCluster(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
 		t.Fatalf("SELECT 1 = %d, %v", one, err)
 	}
+	// The WAL is bounded: nothing keeps segments beyond max_wal_size.
+	for setting, want := range map[string]string{
+		"max_wal_size": "256MB", "min_wal_size": "64MB", "wal_keep_size": "0", "wal_level": "minimal",
+		"max_slot_wal_keep_size": "256MB", "archive_mode": "off",
+	} {
+		var got string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", setting).Scan(&got); err != nil {
+			t.Fatalf("show %s: %v", setting, err)
+		}
+		if got != want {
+			t.Errorf("%s = %s, want %s", setting, got, want)
+		}
+	}
 	conn.Close(ctx)
 
 	// A second Ensure finds it running, reuses it and does not own it.
@@ -143,6 +157,22 @@ func TestPrivateCluster(t *testing.T) {
 		t.Fatal("server still answers after stop")
 	}
 
+	// Its port taken by someone else, the cluster does not start and the
+	// error names the port.
+	taken, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", cfg.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stopTaken, err := Ensure(ctx, cfg)
+	taken.Close()
+	if err == nil {
+		_ = stopTaken()
+		t.Fatal("started on a taken port")
+	}
+	if want := fmt.Sprintf("private PostgreSQL: port %d in use", cfg.Port); err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+
 	// Restart on the existing data dir: no initdb, data kept.
 	url3, stop3, err := Ensure(ctx, cfg)
 	if err != nil {
@@ -151,6 +181,38 @@ func TestPrivateCluster(t *testing.T) {
 	defer func() { _ = stop3() }()
 	if err := Ping(ctx, url3, 5*time.Second); err != nil {
 		t.Fatalf("restarted cluster does not answer: %v", err)
+	}
+
+	// An owner of the data dir (facho dev, holding its folder lock) that
+	// finds the cluster running adopts it: its stop stops it.
+	owned := cfg
+	owned.Owned = true
+	urlOwned, stopOwned, err := Ensure(ctx, owned)
+	if err != nil || urlOwned != url3 {
+		t.Fatalf("owned Ensure: %s, %v; want %s", urlOwned, err, url3)
+	}
+	if err := stopOwned(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Ping(ctx, url3, 3*time.Second); err == nil {
+		t.Fatal("an owner's stop left the adopted cluster running")
+	}
+	if _, _, err := Ensure(ctx, cfg); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+
+	// StopCluster stops a cluster whoever started it; twice, or on a dir
+	// without a cluster, it is no error.
+	for i := 0; i < 2; i++ {
+		if err := StopCluster(cfg.DataDir); err != nil {
+			t.Fatalf("StopCluster %d: %v", i+1, err)
+		}
+	}
+	if err := Ping(ctx, url3, 3*time.Second); err == nil {
+		t.Error("server still answers after StopCluster")
+	}
+	if err := StopCluster(filepath.Join(t.TempDir(), "none")); err != nil {
+		t.Errorf("StopCluster without a cluster: %v", err)
 	}
 }
 

@@ -5,10 +5,18 @@
 // postgres://postgres@127.0.0.1:5432/postgres when it answers; else a
 // private cluster started by pgboot in $TMPDIR/facho-pgtest on port 15433,
 // shared by every test binary of the run (pgboot serialises the start with
-// a lock file). That private cluster is left running at process exit, so
-// the other test binaries of the run keep it, and the next run reuses it;
-// stop it with `pg_ctl stop -D $TMPDIR/facho-pgtest/data` (as the postgres
-// user when root).
+// a lock file).
+//
+// Test binaries run in parallel (go test -p) and share that cluster, so no
+// binary may stop it under the others. Each binary that uses it holds a
+// shared flock on $TMPDIR/facho-pgtest/users.lock for its lifetime (the
+// kernel drops it at exit, crash or kill -9 included). A package whose
+// TestMain calls Main stops the cluster when its binary ends if no other
+// binary holds that lock, i.e. it is the last user; a binary starting
+// meanwhile waits for the stop and starts the cluster again. A run whose
+// last binary has no such TestMain leaves the cluster running (the next
+// run reuses it); stop it with `pg_ctl stop -D $TMPDIR/facho-pgtest/data`
+// (as the postgres user when root).
 package pgtest
 
 import (
@@ -47,6 +55,82 @@ var server struct {
 	once sync.Once
 	url  string
 	err  error
+	// private is the private cluster when this process uses it.
+	private *privateCluster
+}
+
+// Main runs the tests of a package and, when this binary used the private
+// cluster and no other binary uses it still, stops it. Call it from the
+// package's TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	if err := release(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+	}
+	return code
+}
+
+// release stops the private cluster if this process is its last user.
+func release() error {
+	if server.private == nil {
+		return nil
+	}
+	return server.private.release()
+}
+
+// privateCluster is one user's hold on a private cluster shared by
+// processes: the cluster's dir and the user's shared lock on
+// <base>/users.lock.
+type privateCluster struct {
+	dataDir string
+	users   *os.File
+}
+
+// startPrivate joins the users of the private cluster in base and starts
+// it unless it runs.
+func startPrivate(ctx context.Context, base string, port int) (*privateCluster, string, error) {
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, "", fmt.Errorf("create %s: %w", base, err)
+	}
+	// Ignore the error: a dir created by another user keeps its mode.
+	_ = os.Chmod(base, 0o755)
+	users, err := joinUsers(ctx, filepath.Join(base, "users.lock"))
+	if err != nil {
+		return nil, "", fmt.Errorf("join the users of the private test cluster: %w", err)
+	}
+	p := &privateCluster{dataDir: filepath.Join(base, "data"), users: users}
+	u, _, err := pgboot.Ensure(ctx, pgboot.Config{
+		DataDir:  p.dataDir,
+		Port:     port,
+		Database: "postgres",
+		Fast:     true,
+		Log:      zerolog.Nop(),
+	})
+	if err != nil {
+		_ = p.users.Close()
+		return nil, "", err
+	}
+	return p, u, nil
+}
+
+// release leaves the users and stops the cluster when none is left.
+func (p *privateCluster) release() error {
+	if p.users == nil {
+		return nil
+	}
+	defer func() {
+		_ = p.users.Close()
+		p.users = nil
+	}()
+	if !lastUser(p.users) {
+		return nil
+	}
+	if err := pgboot.StopCluster(p.dataDir); err != nil {
+		return fmt.Errorf("stop the private test cluster: %w", err)
+	}
+	return nil
 }
 
 // ServerURL returns the admin URL of the server tests use, starting the
@@ -74,22 +158,11 @@ func findServer() (string, error) {
 			return LocalURL, nil
 		}
 	}
-	base := filepath.Join(os.TempDir(), "facho-pgtest")
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", base, err)
-	}
-	// Ignore the error: a dir created by another user keeps its mode.
-	_ = os.Chmod(base, 0o755)
-	u, _, err := pgboot.Ensure(ctx, pgboot.Config{
-		DataDir:  filepath.Join(base, "data"),
-		Port:     PrivatePort,
-		Database: "postgres",
-		Fast:     true,
-		Log:      zerolog.Nop(),
-	})
+	p, u, err := startPrivate(ctx, filepath.Join(os.TempDir(), "facho-pgtest"), PrivatePort)
 	if err != nil {
 		return "", err
 	}
+	server.private = p
 	return u, nil
 }
 

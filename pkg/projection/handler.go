@@ -28,6 +28,23 @@ type Change struct {
 // streams.ErrMalformed sends the message to the dead letters.
 type Decoder func(m jsrouter.Msg) (Change, error)
 
+// SubjectChecked wraps dec so that a message whose envelope does not belong
+// on its subject (streams.CheckSubject: the type must match the subject,
+// the subject's ids those of the data) is refused as malformed before dec
+// sees it: a forged or misrouted event is dead-lettered, not applied.
+func SubjectChecked(dec Decoder) Decoder {
+	return func(m jsrouter.Msg) (Change, error) {
+		env, err := streams.DecodeEnvelope(m.Data)
+		if err != nil {
+			return Change{}, err
+		}
+		if err := streams.CheckSubject(m.Subject, env); err != nil {
+			return Change{}, err
+		}
+		return dec(m)
+	}
+}
+
 // Handler returns the jsrouter handler of a projection: each message is
 // decoded and applied with the checkpoint of its consumer (Apply, with
 // m.Consumer as the checkpoint name), so a redelivery or a replay changes

@@ -6,6 +6,11 @@
 // Handler is the whole consumer side on pkg/jsrouter: decode, apply with
 // the checkpoint, dead-letter what can never apply (Permanent), and report
 // the outcome; every projection (projector, auditor) is built with it.
+// Health is the router's health check for them: a database outage
+// (Unavailable errors, or a failed ping) holds the message without
+// counting toward the delivery bound, so it loses nothing; a message that
+// keeps failing while the database answers is dead-lettered after
+// streams.MaxFailedDeliveries deliveries (see pkg/jsrouter).
 package projection
 
 import (

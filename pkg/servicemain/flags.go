@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/streams"
 )
@@ -20,6 +21,17 @@ const (
 	EnvLogLevel    = "FACHO_LOG_LEVEL"
 	EnvDatabaseURL = "DATABASE_URL"
 	EnvPGDataDir   = "FACHO_PG_DATA_DIR"
+	EnvProvision   = "FACHO_PROVISION"
+)
+
+// Provisioning modes of -provision (FACHO_PROVISION).
+const (
+	// ProvisionAuto provisions when the service connects anonymously and
+	// checks that the streams exist when it connects with an identity
+	// (pkg/natsauth: only the admin identity may create or change them).
+	ProvisionAuto = "auto"
+	ProvisionYes  = "yes"
+	ProvisionNo   = "no"
 )
 
 // DefaultNATSURL is the NATS server used when neither -nats-url nor
@@ -33,6 +45,12 @@ type Common struct {
 	LogLevel    string
 	DatabaseURL string // may hold a password: never echoed
 	PGDataDir   string
+	// NATS is how the service authenticates to NATS (nkey seed or
+	// credentials file, TLS): file paths only, never the secrets.
+	NATS natsauth.Client
+	// Provision is auto, yes or no: whether the service creates or
+	// updates the streams at start-up or only checks they exist.
+	Provision   string
 	CheckConfig bool
 	// Streams come from streams.OptionsFromEnv, the same variables every
 	// service reads, so no service provisions the streams differently;
@@ -51,6 +69,8 @@ func (b Binary) parse(args []string, getenv func(string) string, stderr io.Write
 	env := newEnv(getenv)
 	var c Common
 	fs.StringVar(&c.NATSURL, "nats-url", env.String(EnvNATSURL, DefaultNATSURL), "NATS server URL ("+EnvNATSURL+")")
+	c.NATS.RegisterFlags(fs, getenv)
+	fs.StringVar(&c.Provision, "provision", env.String(EnvProvision, ProvisionAuto), "create or update the streams at start-up: yes, no (only check they exist), auto (yes when connecting without an identity) ("+EnvProvision+")")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env.String(EnvHTTPAddr, b.HTTPAddr), "address of /metrics and /healthz, empty for none ("+EnvHTTPAddr+")")
 	fs.StringVar(&c.LogLevel, "log-level", env.String(EnvLogLevel, "info"), "log level: trace, debug, info, warn, error ("+EnvLogLevel+")")
 	fs.BoolVar(&c.CheckConfig, "check-config", false, "validate the configuration and exit")
@@ -92,6 +112,14 @@ func (b Binary) validate(c Common, env *Env) (checked, error) {
 	out.level = level
 	if c.NATSURL == "" {
 		errs = append(errs, errors.New("nats url is empty"))
+	}
+	if err := c.NATS.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.Provision {
+	case ProvisionAuto, ProvisionYes, ProvisionNo:
+	default:
+		errs = append(errs, fmt.Errorf("provision %q: want auto, yes or no", c.Provision))
 	}
 	if err := c.Streams.WithDefaults().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("stream options: %w", err))

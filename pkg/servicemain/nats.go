@@ -2,13 +2,16 @@ package servicemain
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -23,13 +26,34 @@ type natsConn struct {
 	closed chan struct{}
 }
 
-// connectNATS connects (reconnecting forever once connected) and
-// provisions the streams, consumers and KV buckets with c.Streams.
-func connectNATS(ctx context.Context, c Common, name string) (*natsConn, error) {
+// connectNATS connects as identity (reconnecting forever once
+// connected) and provisions the streams, consumers and KV buckets with
+// c.Streams, or checks they exist when the service does not provision.
+func connectNATS(ctx context.Context, c Common, name, identity string, log zerolog.Logger) (*natsConn, error) {
 	closed := make(chan struct{})
+	// A request the server refuses is never answered: while provisioning,
+	// a permissions violation ends the wait at once, with its reason.
+	var refused atomic.Pointer[context.CancelCauseFunc]
+	auth, err := c.NATS.Options(identity)
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats: %w", err)
+	}
+	opts := append(auth, nats.Name(name), nats.MaxReconnects(-1),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+		// Permission violations and slow consumers arrive here; they
+		// name a subject, never a credential.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if f := refused.Load(); f != nil && errors.Is(err, nats.ErrPermissionViolation) {
+				(*f)(err)
+			}
+			ev := log.Error().Err(err)
+			if sub != nil {
+				ev = ev.Str(telemetry.KeySubject, sub.Subject)
+			}
+			ev.Msg("nats async error")
+		}))
 	// The URL is not quoted in errors: it may hold credentials.
-	nc, err := nats.Connect(c.NATSURL, nats.Name(name), nats.MaxReconnects(-1),
-		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	nc, err := nats.Connect(c.NATSURL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats: %w", err)
 	}
@@ -40,14 +64,59 @@ func connectNATS(ctx context.Context, c Common, name string) (*natsConn, error) 
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	conn.js = js
-	pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
-	err = streams.Provision(pctx, js, c.Streams)
+	cctx, cancelCause := context.WithCancelCause(ctx)
+	refused.Store(&cancelCause)
+	pctx, cancel := context.WithTimeout(cctx, provisionTimeout)
+	if c.provisions() {
+		err = streams.Provision(pctx, js, c.Streams)
+		if err != nil {
+			err = fmt.Errorf("provision streams: %w", err)
+		}
+	} else {
+		err = checkProvisioned(pctx, js, c.Streams)
+	}
 	cancel()
+	refused.Store(nil)
+	if cause := context.Cause(cctx); err != nil && errors.Is(cause, nats.ErrPermissionViolation) {
+		err = fmt.Errorf("%w: %w (only the admin identity provisions: facho streams provision)", err, cause)
+	}
+	cancelCause(nil)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("provision streams: %w", err)
+		return nil, err
 	}
 	return conn, nil
+}
+
+// provisions reports whether the service creates or updates the streams.
+func (c Common) provisions() bool {
+	switch c.Provision {
+	case ProvisionYes:
+		return true
+	case ProvisionNo:
+		return false
+	}
+	return !c.NATS.Authenticated()
+}
+
+// checkProvisioned checks that every stream, durable consumer and KV
+// bucket exists, with read-only requests every identity may make.
+func checkProvisioned(ctx context.Context, js jetstream.JetStream, o streams.Options) error {
+	const hint = "provision them with the admin identity: facho streams provision"
+	for _, sc := range streams.StreamConfigs(o) {
+		if _, err := js.Stream(ctx, sc.Name); err != nil {
+			return fmt.Errorf("stream %s: %w (%s)", sc.Name, err, hint)
+		}
+	}
+	for _, cd := range streams.ConsumerConfigs(o) {
+		if _, err := js.Consumer(ctx, cd.Stream, cd.Config.Durable); err != nil {
+			return fmt.Errorf("consumer %s/%s: %w (%s)", cd.Stream, cd.Config.Durable, err, hint)
+		}
+	}
+	if _, err := js.KeyValue(ctx, streams.BucketLeases); err != nil {
+		return fmt.Errorf("kv bucket %s: %w (%s)", streams.BucketLeases, err, hint)
+	}
+	return nil
 }
 
 // check is the nats health check.

@@ -1,7 +1,9 @@
 // Package servicemain is what every Facho service binary does around its
 // service: the common flags with their environment fallbacks, -check-config,
-// the JSON logger, PostgreSQL with the migrations applied, NATS with the
-// streams provisioned, and the service run beside the /metrics and /healthz
+// the JSON logger, PostgreSQL with the migrations applied, NATS (as the
+// service's own identity, over TLS when asked: pkg/natsauth) with the
+// streams provisioned, or checked to exist when an identity that may not
+// provision connects, and the service run beside the /metrics and /healthz
 // server until the context ends.
 //
 // A binary describes only what is its own (flags, config check, how to call

@@ -34,19 +34,21 @@ func (b Binary) start(ctx context.Context, c Common, ch checked, log zerolog.Log
 		}
 		defer closeDB()
 		deps.DB = pool
-		deps.Health.Add("postgres", pool.Ping)
+		// /healthz is anonymous: "database unavailable", the detail (user,
+		// database, host, port) goes to the log.
+		deps.Health.Add("postgres", telemetry.PublicCheck(log, "postgres", "database unavailable", pool.Ping))
 	}
 	clientName := "facho-" + b.Name
 	if b.ClientName != nil {
 		clientName = b.ClientName()
 	}
-	conn, err := connectNATS(ctx, c, clientName)
+	conn, err := connectNATS(ctx, c, clientName, b.Name, log)
 	if err != nil {
 		return err
 	}
 	defer conn.drain(log)
 	deps.JS = conn.js
-	deps.Health.Add("nats", conn.check)
+	deps.Health.Add("nats", telemetry.PublicCheck(log, "nats", "nats unavailable", conn.check))
 	return b.serve(ctx, c.HTTPAddr, deps)
 }
 

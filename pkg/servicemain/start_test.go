@@ -9,10 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/facho-olt/facho/pkg/natsembed"
 	"github.com/facho-olt/facho/pkg/pgtest"
@@ -269,5 +272,69 @@ func TestRunWithDatabase(t *testing.T) {
 				t.Fatalf("Run after cancel: %v\nlog:\n%s", err, sink)
 			}
 		})
+	}
+}
+
+// /healthz is anonymous: when the database goes away it says "database
+// unavailable", never the driver's error (user, database, host, port),
+// which goes to the log instead.
+func TestHealthzHidesDatabaseDetail(t *testing.T) {
+	natsURL := startNATS(t)
+	dbURL := pgtest.EmptyURL(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbName := strings.TrimPrefix(u.Path, "/")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := Binary{Name: "x", Database: RequireDatabase, Service: func(ctx context.Context, d Deps) error {
+		<-ctx.Done()
+		return nil
+	}}
+	sink, done := runBinary(ctx, b, []string{"-http-addr", "127.0.0.1:0"}, map[string]string{EnvNATSURL: natsURL, EnvDatabaseURL: dbURL})
+	var addr string
+	select {
+	case addr = <-sink.addrs:
+	case err := <-done:
+		t.Fatalf("Run returned early: %v", err)
+	}
+	if status, checks := healthz(t, addr); status != http.StatusOK || checks["postgres"] != "ok" {
+		t.Fatalf("/healthz = %d %v before the drop, want 200", status, checks)
+	}
+	admin, err := pgx.Connect(ctx, pgtest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = admin.Exec(ctx, "DROP DATABASE "+dbName+" WITH (FORCE)")
+	_ = admin.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The first probe meets the killed idle connection, the second the
+	// missing database, whose error names it.
+	for probe := 1; probe <= 2; probe++ {
+		res, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(raw), `"postgres":"database unavailable"`) {
+			t.Errorf("probe %d: /healthz = %d %s, want 503 with postgres: database unavailable", probe, res.StatusCode, raw)
+		}
+		for _, leak := range []string{dbName, "user=", "127.0.0.1", u.Port(), "SQLSTATE"} {
+			if strings.Contains(string(raw), leak) {
+				t.Errorf("probe %d: /healthz shows %q: %s", probe, leak, raw)
+			}
+		}
+	}
+	if log := sink.String(); !strings.Contains(log, "health check fails") || !strings.Contains(log, dbName) {
+		t.Errorf("the detail is not logged:\n%s", log)
+	}
+	cancel()
+	if err := wait(t, done); err != nil {
+		t.Fatalf("Run after cancel: %v", err)
 	}
 }

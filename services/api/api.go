@@ -45,6 +45,9 @@ type server struct {
 	deps   Deps
 	config jetstream.Stream
 	m      *metrics
+	// health checks of /healthz: they answer "database unavailable" and
+	// "nats unavailable", the detail goes to the log.
+	dbCheck, natsCheck func(context.Context) error
 }
 
 // Run serves the API on cfg.Addr until ctx is cancelled, then shuts down
@@ -90,6 +93,17 @@ func NewHandler(ctx context.Context, cfg Config, deps Deps) (http.Handler, error
 		return nil, fmt.Errorf("api: open stream %s: %w", streams.StreamConfig, err)
 	}
 	s := &server{cfg: cfg, deps: deps, config: stream, m: m}
+	s.dbCheck = telemetry.PublicCheck(deps.Log, "postgres", "database unavailable", deps.DB.Ping)
+	s.natsCheck = telemetry.PublicCheck(deps.Log, "nats", "nats unavailable", func(context.Context) error {
+		nc := deps.JS.Conn()
+		if nc == nil {
+			return errors.New("no nats connection")
+		}
+		if !nc.IsConnected() {
+			return fmt.Errorf("nats connection %s", nc.Status())
+		}
+		return nil
+	})
 	return s.routes(), nil
 }
 
@@ -143,11 +157,11 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	checks := map[string]string{"postgres": "ok", "nats": "ok"}
 	status := http.StatusOK
-	if err := s.deps.DB.Ping(ctx); err != nil {
-		checks["postgres"], status = "unreachable", http.StatusServiceUnavailable
+	if err := s.dbCheck(ctx); err != nil {
+		checks["postgres"], status = err.Error(), http.StatusServiceUnavailable
 	}
-	if nc := s.deps.JS.Conn(); nc == nil || !nc.IsConnected() {
-		checks["nats"], status = "disconnected", http.StatusServiceUnavailable
+	if err := s.natsCheck(ctx); err != nil {
+		checks["nats"], status = err.Error(), http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, map[string]any{"status": http.StatusText(status), "checks": checks})
 }

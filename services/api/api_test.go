@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,6 +251,28 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{"negative retries", "POST", "/api/v1/jobs", job(`"max_retries":-1`), "max_retries"},
 		{"priority 101", "POST", "/api/v1/jobs", job(`"priority":101`), "priority"},
 		{"unknown OLT in assignment", "POST", "/api/v1/jobs/get-serial/olts", `{"olt_id":"olt-z"}`, "olt_id"},
+		// Issue 6 item 4: accepted before, then refused by the projector.
+		{"IP 0.0.0.0", "POST", "/api/v1/olts", `{"name":"x","ip":"0.0.0.0","community":"c","brand_id":"huawei"}`, "ip"},
+		{"IP ::", "POST", "/api/v1/olts", `{"name":"x","ip":"::","community":"c","brand_id":"huawei"}`, "ip"},
+		{"IP broadcast", "POST", "/api/v1/olts", `{"name":"x","ip":"255.255.255.255","community":"c","brand_id":"huawei"}`, "ip"},
+		{"IP multicast", "POST", "/api/v1/olts", `{"name":"x","ip":"224.0.0.251","community":"c","brand_id":"huawei"}`, "ip"},
+		{"IPv6 multicast", "POST", "/api/v1/olts", `{"name":"x","ip":"ff02::1","community":"c","brand_id":"huawei"}`, "ip"},
+		{"NUL in an OLT name", "POST", "/api/v1/olts", `{"name":"x\u0000y","ip":"10.0.0.1","community":"c","brand_id":"huawei"}`, "name"},
+		{"control in an OLT description", "POST", "/api/v1/olts", olt(`"description":"a\u001b[2Jb"`), "description"},
+		{"NUL in an OLT description", "PUT", "/api/v1/olts/olt-a", olt(`"description":"\u0000"`), "description"},
+		{"long OLT description", "POST", "/api/v1/olts", olt(`"description":"` + strings.Repeat("d", 1001) + `"`), "description"},
+		{"invalid UTF-8 in an OLT name", "POST", "/api/v1/olts", "{\"name\":\"x\xc3\x28\",\"ip\":\"10.0.0.1\",\"community\":\"c\",\"brand_id\":\"huawei\"}", "name"},
+		{"NUL in a brand name", "POST", "/api/v1/brands", `{"name":"Hua\u0000wei","index_scheme":"pon.onu"}`, "name"},
+		{"newline in a brand name", "POST", "/api/v1/brands", `{"name":"Hua\nwei","index_scheme":"pon.onu"}`, "name"},
+		{"bidi override in a brand description", "POST", "/api/v1/brands", `{"name":"b","description":"\u202e","index_scheme":"pon.onu"}`, "description"},
+		{"long brand name", "POST", "/api/v1/brands", `{"name":"` + strings.Repeat("n", 201) + `","index_scheme":"pon.onu"}`, "name"},
+		{"NUL in an OID name", "POST", "/api/v1/oids", oid(`"oid":"1.3.6","name":"\u0000"`), "name"},
+		{"NUL in an enum label", "POST", "/api/v1/oids", `{"brand_id":"huawei","name":"n","oid":"1.3.6","field":"status","decoder":{"kind":"enum","enum":{"1":"ON\u0000"}}}`, "decoder.enum"},
+		{"NUL in a job name", "POST", "/api/v1/jobs", `{"name":"j\u0000","brand_id":"huawei","kind":"get","oid_ids":["hw-serial"],"interval_seconds":60}`, "name"},
+		{"OID of 129 sub-identifiers", "POST", "/api/v1/oids", oid(`"oid":"1.3` + strings.Repeat(".1", 127) + `"`), "oid"},
+		{"OID sub-identifier 2^32", "POST", "/api/v1/oids", oid(`"oid":"1.3.6.4294967296"`), "oid"},
+		{"scale not a number", "POST", "/api/v1/oids", `{"brand_id":"huawei","name":"n","oid":"1.3.6","field":"rx_power","decoder":{"kind":"scaled","scale":"0.01"}}`, "decoder.scale"},
+		{"priority not a number", "POST", "/api/v1/jobs", job(`"priority":"high"`), "priority"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, raw := f.do(tc.method, tc.path, tc.body)
@@ -260,8 +283,12 @@ func TestBadInputNamesTheField(t *testing.T) {
 			if !ok || field != tc.field {
 				t.Errorf("field = %q (%s), want %q", field, raw, tc.field)
 			}
-			if msg, _ := out["error"].(string); msg == "" {
+			msg, _ := out["error"].(string)
+			if msg == "" {
 				t.Errorf("no error message: %s", raw)
+			}
+			if strings.Contains(msg, "Go ") || strings.Contains(msg, "of type") || strings.Contains(msg, "float64") {
+				t.Errorf("message shows a Go type: %s", msg)
 			}
 		})
 	}
@@ -391,4 +418,83 @@ func TestReadEndpoints(t *testing.T) {
 	if code, out, _ := f.do("GET", "/api/v1/coordinator-logs?level=bad-level", ""); code != 400 || out["field"] != "level" {
 		t.Errorf("bad level: %d %v", code, out)
 	}
+}
+
+// TestHealthzHidesTheDetail: /healthz is anonymous, so it says which part
+// is down, never the database error (user, database, host, port); the
+// detail is logged.
+func TestHealthzHidesTheDetail(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	// Nothing listens on port 1: every ping fails with the URL's parts.
+	db, err := pgxpool.New(context.Background(), "postgres://secretuser@127.0.0.1:1/secretdb?sslmode=disable&connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	k, _ := secret.NewKey()
+	key, _ := secret.ParseKey(k)
+	box, _ := secret.NewBox(key)
+	var logBuf syncBuffer
+	h, err := api.NewHandler(context.Background(), api.Config{Tokens: []string{token}},
+		api.Deps{JS: env.JS, DB: db, Box: box, Log: zerolog.New(&logBuf), Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	get := func() (int, map[string]any, string) {
+		resp, err := http.Get(srv.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		return resp.StatusCode, out, string(raw)
+	}
+	code, out, raw := get()
+	checks, _ := out["checks"].(map[string]any)
+	if code != http.StatusServiceUnavailable || checks["postgres"] != "database unavailable" || checks["nats"] != "ok" {
+		t.Errorf("/healthz = %d %s, want 503 with postgres: database unavailable, nats: ok", code, raw)
+	}
+	for _, leak := range []string{"secretuser", "secretdb", "127.0.0.1", ":1", "refused"} {
+		if strings.Contains(raw, leak) {
+			t.Errorf("/healthz shows %q: %s", leak, raw)
+		}
+	}
+	if log := logBuf.String(); !strings.Contains(log, "secretdb") || !strings.Contains(log, `"level":"warn"`) {
+		t.Errorf("the detail is not logged at warn: %s", log)
+	}
+	// A second probe with the same failure adds no log line.
+	before := strings.Count(logBuf.String(), "\n")
+	get()
+	if after := strings.Count(logBuf.String(), "\n"); after != before {
+		t.Errorf("a repeated failure logged again: %d lines, then %d", before, after)
+	}
+
+	env.NC.Close()
+	_, out, raw = get()
+	if checks, _ := out["checks"].(map[string]any); checks["nats"] != "nats unavailable" {
+		t.Errorf("/healthz with NATS closed: %s, want nats: nats unavailable", raw)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the handler's and the test's
+// goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

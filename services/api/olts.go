@@ -41,8 +41,11 @@ func (s *server) oltEvent(r *http.Request, id string, req oltRequest, prev *stre
 	if err := checkName("name", req.Name); err != nil {
 		return ev, err
 	}
-	if !validIP(req.IP) {
-		return ev, badField("ip", "ip must be an IPv4 or IPv6 address")
+	if err := checkIP("ip", req.IP); err != nil {
+		return ev, err
+	}
+	if err := checkDescription("description", req.Description); err != nil {
+		return ev, err
 	}
 	if req.Port != nil {
 		if *req.Port < 1 || *req.Port > 65535 {

@@ -26,6 +26,9 @@ func (s *server) createBrand(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := checkName("name", req.Name); err != nil {
 		return err
 	}
+	if err := checkDescription("description", req.Description); err != nil {
+		return err
+	}
 	if !oneOf(req.IndexScheme, IndexSchemes) {
 		return badField("index_scheme", "index_scheme must be one of %s", strings.Join(IndexSchemes, ", "))
 	}
@@ -57,14 +60,14 @@ func (s *server) createOID(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := checkName("name", req.Name); err != nil {
 		return err
 	}
-	if !validOID(req.OID) {
-		return badField("oid", "oid must be dotted numeric with at least 2 arcs, the first 0..2 (e.g. 1.3.6.1.2.1.1.1)")
+	if err := checkOID("oid", req.OID); err != nil {
+		return err
 	}
 	if !oneOf(req.Field, Fields) {
 		return badField("field", "field must be one of %s", strings.Join(Fields, ", "))
 	}
-	if err := req.Decoder.Validate(); err != nil {
-		return badField("decoder", "decoder: %v (kinds: %s)", err, strings.Join(streams.DecoderKinds, ", "))
+	if err := checkDecoder("decoder", req.Decoder); err != nil {
+		return err
 	}
 	ev := streams.OIDUpserted{ID: req.ID, BrandID: req.BrandID, Name: strings.TrimSpace(req.Name),
 		OID: strings.TrimPrefix(req.OID, "."), Field: req.Field, Decoder: req.Decoder}

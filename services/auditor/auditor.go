@@ -76,12 +76,15 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		SubscriberConfig: jsrouter.SubscriberConfig{NackDelay: cfg.NackDelay, FetchWait: cfg.FetchWait},
 		Log:              deps.Log,
 		Registry:         deps.Registry,
+		// A database outage holds messages without counting toward the
+		// delivery bound; see pkg/jsrouter.
+		Health: projection.Health(deps.DB),
 	})
 	if err != nil {
 		return fmt.Errorf("auditor: %w", err)
 	}
-	router.Handle(streams.StreamExec, streams.ConsumerAuditorExec, projection.Handler(deps.DB, a.decoder(fromExec)))
-	router.Handle(streams.StreamAudit, streams.ConsumerAuditorAudit, projection.Handler(deps.DB, a.decoder(fromAudit)))
+	router.Handle(streams.StreamExec, streams.ConsumerAuditorExec, projection.Handler(deps.DB, projection.SubjectChecked(a.decoder(fromExec))))
+	router.Handle(streams.StreamAudit, streams.ConsumerAuditorAudit, projection.Handler(deps.DB, projection.SubjectChecked(a.decoder(fromAudit))))
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(gctx) })

@@ -166,9 +166,10 @@ func (p *planner) read(ctx context.Context, it jetstream.MessagesContext, out ch
 	}
 }
 
-// handle applies one config event. A malformed one is logged and skipped:
-// the ordered consumer cannot Term, and the projector's durable consumer
-// dead-letters the same message.
+// handle applies one config event. A malformed one (a brand without an
+// index scheme too), or one on a subject not its own, is counted, logged
+// and skipped: the ordered consumer cannot Term, and the projector's
+// durable consumer dead-letters the same message.
 func (p *planner) handle(msg jetstream.Msg, replayUntil uint64) {
 	meta, err := msg.Metadata()
 	if err != nil {
@@ -184,6 +185,13 @@ func (p *planner) handle(msg jetstream.Msg, replayUntil uint64) {
 	}
 	env, err := streams.DecodeEnvelope(msg.Data())
 	if err == nil {
+		// An event on a subject not its own (a brand.upserted on an OLT's
+		// subject, an id that is not the subject's) is not applied.
+		if err := streams.CheckSubject(msg.Subject(), env); err != nil {
+			p.m.configEvents.WithLabelValues("wrong_subject").Inc()
+			p.log.Warn().Err(err).Uint64(telemetry.KeyStreamSeq, seq).Str(telemetry.KeySubject, msg.Subject()).Msg("skip config event on a subject not its own")
+			return
+		}
 		var known bool
 		known, err = p.state.apply(env)
 		if err == nil && !known {

@@ -44,7 +44,7 @@ func attemptNumber(ctx context.Context, js jetstream.JetStream, exec jetstream.S
 	case last.Time.Before(since):
 		return 1, nil // nothing started on this OLT since the execution was planned
 	}
-	if highest, ok := startedAttempt(last.Data, node.ExecutionID); ok {
+	if highest, ok := startedAttempt(last.Subject, last.Data, node.ExecutionID); ok {
 		// The last start on this OLT was ours: attempts only grow.
 		return highest + 1, nil
 	}
@@ -77,7 +77,7 @@ func attemptNumber(ctx context.Context, js jetstream.JetStream, exec jetstream.S
 			if meta, err := msg.Metadata(); err == nil {
 				seq = meta.Sequence.Stream
 			}
-			if n, ok := startedAttempt(msg.Data(), node.ExecutionID); ok && n > highest {
+			if n, ok := startedAttempt(msg.Subject(), msg.Data(), node.ExecutionID); ok && n > highest {
 				highest = n
 			}
 		}
@@ -93,9 +93,10 @@ func attemptNumber(ctx context.Context, js jetstream.JetStream, exec jetstream.S
 	}
 }
 
-// startedAttempt returns the attempt of a started event of executionID.
-func startedAttempt(data []byte, executionID string) (int, bool) {
-	_, ev, err := streams.Decode[streams.ExecutionStarted](data)
+// startedAttempt returns the attempt of a started event of executionID;
+// one on a subject not its own (streams.CheckSubject) does not count.
+func startedAttempt(subject string, data []byte, executionID string) (int, bool) {
+	_, ev, err := streams.DecodeOn[streams.ExecutionStarted](subject, data)
 	if err != nil || ev.ExecutionID != executionID {
 		return 0, false
 	}

@@ -34,6 +34,21 @@ type Config struct {
 	// and 1; SNMPRetries < 0 means 0 retries.
 	SNMPTimeout time.Duration
 	SNMPRetries int
+	// PDURetries is how many more times a request (a GETBULK of a walk, a
+	// GET chunk) that got no usable answer after SNMPRetries is sent
+	// again, after PDUBackoff, doubled before each further retry (at most
+	// maxPDUBackoff); a walk resumes from the last OID it received. So a
+	// lossy OLT completes, while a dead one fails after at most
+	// (1+PDURetries) x (1+SNMPRetries) x SNMPTimeout plus the backoffs per
+	// request, or at the node's timeout if that comes first. Default 4;
+	// < 0 means none.
+	PDURetries int
+	// PDUBackoff is the wait before the first retry of a request. Default
+	// 250ms.
+	PDUBackoff time.Duration
+	// PDURetryBudget is the most PDU retries of one execution, whatever
+	// its size. Default 100; < 0 means none.
+	PDURetryBudget int
 	// MaxRepetitions of GETBULK. Default 10; never 0 (hangs some ZTE).
 	MaxRepetitions int
 	// GetChunk is how many OIDs one GET carries. Default 10, at most 60.
@@ -47,6 +62,13 @@ type Config struct {
 	// ShutdownGrace is how long in-flight operations may go on after Run's
 	// context ends before they are cancelled. Default 10s.
 	ShutdownGrace time.Duration
+	// InterruptSweepEvery is how often the poller looks for executions
+	// whose lease expired without a terminal event that no lease watch saw
+	// (see interrupt.go); it also sweeps once at start. Default 5m.
+	InterruptSweepEvery time.Duration
+	// InterruptLookback is how far back a sweep looks for started
+	// attempts. Default 1h.
+	InterruptLookback time.Duration
 }
 
 // WithDefaults fills zero fields.
@@ -78,6 +100,21 @@ func (c Config) WithDefaults() Config {
 	if c.SNMPRetries < 0 {
 		c.SNMPRetries = 0
 	}
+	if c.PDURetries == 0 {
+		c.PDURetries = 4
+	}
+	if c.PDURetries < 0 {
+		c.PDURetries = 0
+	}
+	if c.PDUBackoff == 0 {
+		c.PDUBackoff = 250 * time.Millisecond
+	}
+	if c.PDURetryBudget == 0 {
+		c.PDURetryBudget = 100
+	}
+	if c.PDURetryBudget < 0 {
+		c.PDURetryBudget = 0
+	}
 	if c.MaxRepetitions == 0 {
 		c.MaxRepetitions = 10
 	}
@@ -92,6 +129,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.InterruptSweepEvery == 0 {
+		c.InterruptSweepEvery = 5 * time.Minute
+	}
+	if c.InterruptLookback == 0 {
+		c.InterruptLookback = time.Hour
 	}
 	return c
 }
@@ -112,10 +155,15 @@ func (c Config) Validate() error {
 	check(c.ProgressInterval >= 0, "progress interval %s: want >= 0", c.ProgressInterval)
 	check(c.SNMPTimeout >= 10*time.Millisecond, "snmp timeout %s: want at least 10ms", c.SNMPTimeout)
 	check(c.SNMPRetries >= 0 && c.SNMPRetries <= 10, "snmp retries %d: want 0..10", c.SNMPRetries)
+	check(c.PDURetries >= 0 && c.PDURetries <= 10, "snmp pdu retries %d: want 0..10", c.PDURetries)
+	check(c.PDUBackoff >= time.Millisecond && c.PDUBackoff <= maxPDUBackoff, "snmp pdu backoff %s: want 1ms..%s", c.PDUBackoff, maxPDUBackoff)
+	check(c.PDURetryBudget >= 0 && c.PDURetryBudget <= 1000000, "snmp pdu retry budget %d: want 0..1000000", c.PDURetryBudget)
 	check(c.MaxRepetitions >= 1 && c.MaxRepetitions <= 255, "max repetitions %d: want 1..255", c.MaxRepetitions)
 	check(c.GetChunk >= 1 && c.GetChunk <= 60, "get chunk %d: want 1..60", c.GetChunk)
 	check(c.BatchSize >= 1 && c.BatchSize <= 10000, "batch size %d: want 1..10000", c.BatchSize)
 	check(c.NodeTimeout >= time.Second, "node timeout %s: want at least 1s", c.NodeTimeout)
 	check(c.ShutdownGrace >= 0, "shutdown grace %s: want >= 0", c.ShutdownGrace)
+	check(c.InterruptSweepEvery >= time.Second, "interrupt sweep every %s: want at least 1s", c.InterruptSweepEvery)
+	check(c.InterruptLookback >= time.Minute, "interrupt lookback %s: want at least 1m", c.InterruptLookback)
 	return errors.Join(errs...)
 }

@@ -13,9 +13,14 @@
 //     Config.LeaseBusyDelay. Waiting for the OLT is not a failure.
 //  4. Attempt number: one more than the execution's ExecutionStarted
 //     events already on the OLT's started subject (see attemptNumber).
-//  5. Publish ExecutionStarted, then walk (discovery/walk/bulkwalk: BulkWalk
-//     each OID) or GET (in chunks), publishing a VarbindBatch every
-//     Config.BatchSize varbinds, while marking the NodeDue in progress.
+//  5. Publish ExecutionStarted, then walk (discovery/walk/bulkwalk: GETBULK
+//     each OID's subtree) or GET (in chunks). A request still unanswered
+//     after Config.SNMPRetries is sent again with backoff, up to
+//     Config.PDURetries times and Config.PDURetryBudget per execution; a
+//     walk resumes from the last OID received (see snmpOp.exchange). An
+//     agent error ends the walk as a failure, never as a short table.
+//     Publish a VarbindBatch every Config.BatchSize varbinds, while marking
+//     the NodeDue in progress.
 //     The final batch of a successful walk carries Last=true (an empty one
 //     when nothing was left over, or when the walk found nothing): it tells
 //     the projector that every column was walked to its end. A failed or
@@ -29,6 +34,13 @@
 // same attempt is dropped by the stream and a newer attempt never collides
 // with an older one. A lost lease aborts the walk at once; no batch is
 // published after the loss.
+//
+// Every execution ends (interrupt.go): a poller killed mid-walk publishes
+// no terminal event, so every poller watches the lease bucket and, when a
+// lease expires by TTL (a limit marker, not a release), publishes
+// execution.interrupted for the started attempt that held it, with the
+// Nats-Msg-Id "<execution_id>:<attempt>:interrupted"; a sweep at start-up
+// and every Config.InterruptSweepEvery catches expiries no watch saw.
 //
 // Retries: the RetryPolicy (Deps.Retry) decides after a failed attempt. The
 // default acknowledges failures and leaves re-planning to the planner

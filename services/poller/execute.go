@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,7 +36,8 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := p.log.With().Uint64(telemetry.KeyStreamSeq, meta.Sequence.Stream).Logger()
-	_, node, err := streams.Decode[streams.NodeDue](msg.Data())
+	// DecodeOn: a NodeDue only on facho.schedule.due.<its olt_id>.
+	_, node, err := streams.DecodeOn[streams.NodeDue](msg.Subject(), msg.Data())
 	if err == nil && !streams.ValidID(node.OLTID) {
 		// The id becomes a subject token and a KV key.
 		err = fmt.Errorf("%w: node.due: olt_id %q is not a valid id", streams.ErrMalformed, node.OLTID)
@@ -60,12 +60,12 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 		// Waiting for the OLT, not failing: put it back for later.
 		p.metrics.leaseBusy.Inc()
 		log.Debug().Err(err).Msg("olt busy")
-		nak(msg, p.cfg.LeaseBusyDelay, log)
+		p.later(work, msg, meta.NumDelivered, p.cfg.LeaseBusyDelay, "olt busy", log)
 		return
 	}
 	if err != nil {
 		log.Warn().Err(err).Msg("acquire lease")
-		nak(msg, p.cfg.TransientDelay, log)
+		p.later(work, msg, meta.NumDelivered, p.cfg.TransientDelay, "acquire lease: "+err.Error(), log)
 		return
 	}
 	p.metrics.inFlight.Inc()
@@ -84,7 +84,7 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 	}
 	stopBeat()
 	if redeliver {
-		nak(msg, delay, log)
+		p.later(work, msg, meta.NumDelivered, delay, "the attempt asked for another delivery", log)
 		return
 	}
 	if err := msg.DoubleAck(rctx); err != nil {
@@ -92,9 +92,33 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 	}
 }
 
-// deadLetter moves an undecodable NodeDue to facho.dlq.poller.
+// later puts a NodeDue back for delay, unless this is its
+// streams.PollerMaxDeliveries-th delivery: then it is dead-lettered ("gave
+// up after N deliveries: why") instead, so no NodeDue is redelivered
+// without bound and each ends somewhere visible.
+func (p *poller) later(work context.Context, msg jetstream.Msg, delivered uint64, delay time.Duration, why string, log zerolog.Logger) {
+	if delivered < streams.PollerMaxDeliveries {
+		nak(msg, delay, log)
+		return
+	}
+	p.deadLetter(work, msg, gaveUpError{deliveries: delivered, why: why}, log)
+}
+
+// gaveUpError ends a NodeDue still not done on its last delivery.
+type gaveUpError struct {
+	deliveries uint64
+	why        string
+}
+
+func (e gaveUpError) Error() string {
+	return fmt.Sprintf("gave up after %d deliveries: %s", e.deliveries, e.why)
+}
+
+// deadLetter moves an undecodable NodeDue, or one given up on, to
+// facho.dlq.poller.
 func (p *poller) deadLetter(ctx context.Context, msg jetstream.Msg, cause error, log zerolog.Logger) {
-	if !errors.Is(cause, streams.ErrMalformed) {
+	var gaveUp gaveUpError
+	if !errors.Is(cause, streams.ErrMalformed) && !errors.As(cause, &gaveUp) {
 		log.Warn().Err(cause).Msg("decode node due")
 		nak(msg, p.cfg.TransientDelay, log)
 		return
@@ -107,7 +131,7 @@ func (p *poller) deadLetter(ctx context.Context, msg jetstream.Msg, cause error,
 		return
 	}
 	p.metrics.deadLetters.Inc()
-	log.Warn().Err(cause).Msg("malformed node due sent to dead letters")
+	log.Warn().Err(cause).Msg("node due sent to dead letters")
 }
 
 func nak(msg jetstream.Msg, delay time.Duration, log zerolog.Logger) {
@@ -157,6 +181,8 @@ type execution struct {
 	started time.Time
 	// community is kept only to scrub it from error texts.
 	community string
+	// pduRetries counts the SNMP requests of the attempt sent again.
+	pduRetries *pduRetries
 
 	pending      []streams.Varbind
 	pendingBytes int // JSON size of pending, near enough
@@ -207,7 +233,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 			return true, p.cfg.TransientDelay
 		}
 		p.metrics.executions.WithLabelValues("success").Inc()
-		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Dur("duration", dur).Msg("execution succeeded")
+		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Int("pdu_retries", ex.pduRetries.count()).Dur("duration", dur).Msg("execution succeeded")
 		return false, 0
 	}
 
@@ -223,7 +249,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		return true, p.cfg.TransientDelay
 	}
 	p.metrics.executions.WithLabelValues(string(cause)).Inc()
-	ex.log.Warn().Str("cause", string(cause)).Str("error", text).Bool("retryable", decision.Retryable).
+	ex.log.Warn().Str("cause", string(cause)).Str("error", text).Int("pdu_retries", ex.pduRetries.count()).Bool("retryable", decision.Retryable).
 		Bool("redeliver", decision.Redeliver).Msg("execution failed")
 	return decision.Redeliver, decision.Delay
 }
@@ -252,7 +278,8 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 	ctx, cancelL := ex.lease.Context(tctx)
 	defer cancelL()
 
-	op := snmpOp{cfg: p.cfg, target: node.Target, community: community}
+	ex.pduRetries = newPDURetries(p.cfg.PDURetryBudget, p.metrics.pduRetries)
+	op := snmpOp{cfg: p.cfg, target: node.Target, community: community, retries: ex.pduRetries}
 	err = op.run(ctx, node.Kind, node.OIDs, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
 	if err == nil {
 		// Only a walk reads whole tables, so only its final batch can say
@@ -355,10 +382,8 @@ func (ex *execution) publish(ctx context.Context, subject string, part any, ev s
 }
 
 // sanitize removes the community from an error text, belt and braces: no
-// error we build contains it, but gosnmp's texts are not ours.
+// error we build contains it, but gosnmp's texts are not ours. See
+// scrubCommunity: only the places a community can appear are scrubbed.
 func (ex *execution) sanitize(s string) string {
-	if ex.community == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, ex.community, "<community>")
+	return scrubCommunity(s, ex.community)
 }

@@ -187,6 +187,10 @@ type execEvents struct {
 	skipped   []streams.ExecutionSkipped
 	// skippedMsgIDs are the Nats-Msg-Id headers of the skipped events.
 	skippedMsgIDs []string
+	interrupted   []streams.ExecutionInterrupted
+	// interruptedMsgIDs are the Nats-Msg-Id headers of the interrupted
+	// events.
+	interruptedMsgIDs []string
 }
 
 func (e *testEnv) execEvents(t *testing.T, olt, execID string) execEvents {
@@ -218,6 +222,12 @@ func (e *testEnv) execEvents(t *testing.T, olt, execID string) execEvents {
 			if err == nil && s.ExecutionID == execID {
 				ev.skipped = append(ev.skipped, s)
 				ev.skippedMsgIDs = append(ev.skippedMsgIDs, m.Header.Get(jetstream.MsgIDHeader))
+			}
+		case streams.TypeExecutionInterrupted:
+			_, s, err := streams.Decode[streams.ExecutionInterrupted](m.Data)
+			if err == nil && s.ExecutionID == execID {
+				ev.interrupted = append(ev.interrupted, s)
+				ev.interruptedMsgIDs = append(ev.interruptedMsgIDs, m.Header.Get(jetstream.MsgIDHeader))
 			}
 		}
 	}

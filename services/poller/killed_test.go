@@ -34,8 +34,8 @@ func (s *syncBuffer) String() string {
 
 // A real facho-poller process is SIGKILLed while it holds an OLT's lease in
 // the middle of a walk: it cannot release anything. Its lease must expire
-// after the TTL and an in-process poller must then complete the work, as
-// attempt 2 under a newer lease revision.
+// after the TTL, its attempt must end INTERRUPTED, and an in-process poller
+// must then complete the work, as attempt 2 under a newer lease revision.
 func TestKilledHolderLosesLeaseAndAnotherPollerProceeds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the facho-poller binary")
@@ -111,6 +111,16 @@ func TestKilledHolderLosesLeaseAndAnotherPollerProceeds(t *testing.T) {
 	}
 	if len(ev.started) != 2 || ev.started[1].Attempt != 2 {
 		t.Fatalf("started events %+v", ev.started)
+	}
+	// The dead attempt ended: its expired lease made it INTERRUPTED (the
+	// survivor's lease watch, or its start-up sweep), exactly once.
+	waitFor(t, 60*time.Second, "the dead attempt to be interrupted", func() bool {
+		ev = e.execEvents(t, "olt-a", "exec-1")
+		return len(ev.interrupted) > 0
+	})
+	if in := ev.interrupted; len(in) != 1 || in[0].Attempt != 1 || in[0].LeaseRevision != doomed.LeaseRevision ||
+		in[0].PollerID != "doomed" || in[0].DetectedBy != "survivor" || ev.interruptedMsgIDs[0] != "exec-1:1:interrupted" {
+		t.Fatalf("interrupted events %+v (ids %v) of dead holder %+v", in, ev.interruptedMsgIDs, doomed)
 	}
 	// The new attempt read the whole table under the new revision.
 	n := 0

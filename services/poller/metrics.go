@@ -20,6 +20,7 @@ type metrics struct {
 	busy        atomic.Int64
 	busySeconds prometheus.Counter
 	inFlight    prometheus.Gauge
+	pduRetries  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metrics, error) {
@@ -55,6 +56,9 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "facho_poller_operations_in_flight", Help: "SNMP operations running under a lease now.", ConstLabels: constLabels,
 		}),
+		pduRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_poller_snmp_pdu_retries_total", Help: "SNMP requests sent again after they got no usable answer (FACHO_SNMP_PDU_RETRIES); each execution logs its own count as pdu_retries.", ConstLabels: constLabels,
+		}),
 	}
 	workersGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_workers", Help: "Configured workers.", ConstLabels: constLabels,
@@ -65,7 +69,7 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 	busyRatio := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_worker_busy_ratio", Help: "Busy workers / workers right now (saturated above 0.75).", ConstLabels: constLabels,
 	}, m.busyRatio)
-	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio} {
+	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio, m.pduRetries} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register poller metrics: %w", err)
 		}

@@ -100,6 +100,12 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 		maxBatchBytes: batchByteBudget(deps.JS),
 		log:           deps.Log.With().Str(telemetry.KeyPoller, cfg.PollerID).Str(telemetry.KeyConsumer, streams.ConsumerPoller).Logger(),
 	}
+	// Executions of dead pollers end INTERRUPTED (interrupt.go).
+	stopInterrupts, err := p.startInterrupts(ctx, reg)
+	if err != nil {
+		return err
+	}
+	defer stopInterrupts()
 	return p.run(ctx, cons)
 }
 

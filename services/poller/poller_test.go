@@ -178,6 +178,14 @@ func TestMalformedNodeDueGoesToDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.publishRaw(t, streams.SubjectNodeDue("olt-a"), b)
+	// A NodeDue of olt-b on olt-a's subject: refused (streams.CheckSubject).
+	other := e.nodeDue("olt-a", "exec-other", "job")
+	other.OLTID = "olt-b"
+	otherOLT, err := streams.EncodeWithID("other-olt", "test", time.Now(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publishRaw(t, streams.SubjectNodeDue("olt-a"), otherOLT)
 	e.publishNodeDue(t, e.nodeDue("olt-a", "exec-good", "job"))
 
 	ev := e.waitEnded(t, "olt-a", "exec-good", 30*time.Second)
@@ -185,7 +193,7 @@ func TestMalformedNodeDueGoesToDeadLetters(t *testing.T) {
 		t.Fatalf("good node after bad ones: %+v", ev)
 	}
 	var dls []streams.DeadLetter
-	waitFor(t, 10*time.Second, "three dead letters", func() bool {
+	waitFor(t, 10*time.Second, "four dead letters", func() bool {
 		dls = dls[:0]
 		for _, m := range e.streamMsgs(t, streams.StreamDLQ, streams.SubjectDLQ(streams.ConsumerPoller)) {
 			_, dl, err := streams.Decode[streams.DeadLetter](m.Data)
@@ -194,18 +202,34 @@ func TestMalformedNodeDueGoesToDeadLetters(t *testing.T) {
 			}
 			dls = append(dls, dl)
 		}
-		return len(dls) >= 3
+		return len(dls) >= 4
 	})
-	if len(dls) != 3 {
-		t.Fatalf("%d dead letters, want 3", len(dls))
+	if len(dls) != 4 {
+		t.Fatalf("%d dead letters, want 4", len(dls))
 	}
 	for _, dl := range dls {
-		if dl.Consumer != streams.ConsumerPoller || dl.Stream != streams.StreamSchedule || !strings.Contains(dl.Reason, "malformed") || len(dl.Payload) == 0 {
+		if dl.Consumer != streams.ConsumerPoller || dl.Stream != streams.StreamSchedule || !strings.Contains(dl.Reason, "malformed") || dl.PayloadSize == 0 || dl.PayloadSHA256 == "" {
 			t.Errorf("dead letter %+v", dl)
 		}
 	}
-	if !strings.Contains(dls[1].Reason, "no oids") || !strings.Contains(dls[2].Reason, "olt_id") {
-		t.Errorf("reasons %q, %q do not say what is wrong", dls[1].Reason, dls[2].Reason)
+	// Workers handle them in parallel: find each by its reason.
+	byReason := func(what string) streams.DeadLetter {
+		for _, dl := range dls {
+			if strings.Contains(dl.Reason, what) {
+				return dl
+			}
+		}
+		t.Errorf("no dead letter says %q: %+v", what, dls)
+		return streams.DeadLetter{}
+	}
+	byReason("envelope")
+	byReason("no oids")
+	byReason(`olt_id "olt.*"`)
+	if dl := byReason(`olt_id "olt-b" does not match the subject`); dl.ExecutionID != "exec-other" || dl.OLTID != "olt-b" || dl.OriginalType != streams.TypeNodeDue {
+		t.Errorf("dead letter of a parseable envelope lacks its ids: %+v", dl)
+	}
+	if ev := e.execEvents(t, "olt-b", "exec-other"); len(ev.started) != 0 {
+		t.Fatalf("a node due on another OLT's subject started: %+v", ev)
 	}
 	if ev := e.execEvents(t, "olt-a", "exec-bad"); len(ev.started) != 0 {
 		t.Fatalf("a malformed node started: %+v", ev)

@@ -17,12 +17,18 @@ type snmpOp struct {
 	cfg       Config
 	target    streams.Target
 	community string
+	// retries counts and bounds the PDU retries of the execution (see
+	// exchange); nil: a budget of its own for this run.
+	retries *pduRetries
 }
 
 // run reads every OID of node and hands each varbind to emit, in order.
 // It stops at the first error of emit, of the OLT, or of ctx (which the
 // caller cancels on timeout, lease loss or shutdown).
 func (op snmpOp) run(ctx context.Context, kind string, oids []streams.OIDSpec, emit func(streams.Varbind) error) error {
+	if op.retries == nil {
+		op.retries = newPDURetries(op.cfg.PDURetryBudget, nil)
+	}
 	g := &gosnmp.GoSNMP{
 		Target:         op.target.Host,
 		Port:           uint16(op.target.Port),
@@ -60,14 +66,96 @@ func (op snmpOp) run(ctx context.Context, kind string, oids []streams.OIDSpec, e
 
 func (op snmpOp) bulkWalk(ctx context.Context, g *gosnmp.GoSNMP, oids []streams.OIDSpec, emit func(streams.Varbind) error) error {
 	for _, spec := range oids {
-		err := g.BulkWalk(spec.OID, func(pdu gosnmp.SnmpPDU) error {
+		if err := op.walk(ctx, g, spec.OID, emit); err != nil {
+			return fmt.Errorf("bulkwalk %s: %w", spec.OID, err)
+		}
+	}
+	return nil
+}
+
+// walk reads the subtree under root with GETBULKs, as gosnmp's BulkWalk
+// does, but each GETBULK goes through exchange: a lost one is sent again
+// from the last OID received, so a lossy OLT completes the walk instead
+// of starting over. Unlike BulkWalk it fails on an agent error instead of
+// ending the walk early (a short walk would pass for a complete table),
+// and halves max-repetitions on tooBig.
+func (op snmpOp) walk(ctx context.Context, g *gosnmp.GoSNMP, root string, emit func(streams.Varbind) error) error {
+	root = "." + strings.TrimPrefix(root, ".")
+	if root == "." {
+		root = ".1.3.6.1" // as gosnmp: the internet subtree
+	}
+	cur := root
+	reps := op.cfg.MaxRepetitions
+	answered := false // a GETBULK of this walk returned varbinds
+	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		from := cur
+		pkt, err := op.exchange(ctx, "getbulk "+strings.TrimPrefix(from, "."), func() (*gosnmp.SnmpPacket, error) {
+			return g.GetBulk([]string{from}, 0, uint32(reps))
+		})
+		if err != nil {
+			return err
+		}
+		switch pkt.Error {
+		case gosnmp.NoError:
+		case gosnmp.TooBig:
+			if reps > 1 {
+				reps = max(1, reps/2)
+				continue
+			}
+			return fmt.Errorf("getbulk %s: agent says tooBig for a single repetition", strings.TrimPrefix(from, "."))
+		case gosnmp.NoSuchName:
+			// An SNMPv1 habit of some agents at the end of the MIB.
+			return nil
+		default:
+			return fmt.Errorf("getbulk %s: agent error %s at index %d", strings.TrimPrefix(from, "."), pkt.Error, pkt.ErrorIndex)
+		}
+		if len(pkt.Variables) == 0 {
+			return nil
+		}
+		for i, pdu := range pkt.Variables {
+			if pdu.Type == gosnmp.EndOfMibView || pdu.Type == gosnmp.NoSuchObject || pdu.Type == gosnmp.NoSuchInstance {
+				return nil
+			}
+			if !strings.HasPrefix(pdu.Name, root+".") {
+				if !answered && i == 0 {
+					// Nothing under root: root may be a leaf (a scalar
+					// instance), which a GET reads, as gosnmp does.
+					return op.getLeaf(ctx, g, root, emit)
+				}
+				return nil // past the subtree: done
+			}
+			if oidCompare(cur, pdu.Name) >= 0 {
+				return fmt.Errorf("OID not increasing: %s >= %s", strings.TrimPrefix(cur, "."), strings.TrimPrefix(pdu.Name, "."))
+			}
 			if err := ctx.Err(); err != nil {
 				return context.Cause(ctx)
 			}
+			if err := emit(toVarbind(pdu)); err != nil {
+				return err
+			}
+			cur = pdu.Name
+		}
+		answered = true
+	}
+}
+
+// getLeaf reads root itself when a walk found nothing under it.
+func (op snmpOp) getLeaf(ctx context.Context, g *gosnmp.GoSNMP, root string, emit func(streams.Varbind) error) error {
+	pkt, err := op.exchange(ctx, "get "+strings.TrimPrefix(root, "."), func() (*gosnmp.SnmpPacket, error) {
+		return g.Get([]string{root})
+	})
+	if err != nil {
+		return err
+	}
+	if pkt.Error != gosnmp.NoError {
+		return nil // as gosnmp: no such leaf, nothing to read
+	}
+	for _, pdu := range pkt.Variables {
+		if pdu.Name == root && pdu.Type != gosnmp.EndOfMibView && pdu.Type != gosnmp.NoSuchObject && pdu.Type != gosnmp.NoSuchInstance {
 			return emit(toVarbind(pdu))
-		})
-		if err != nil {
-			return fmt.Errorf("bulkwalk %s: %w", spec.OID, err)
 		}
 	}
 	return nil
@@ -80,12 +168,13 @@ func (op snmpOp) get(ctx context.Context, g *gosnmp.GoSNMP, oids []streams.OIDSp
 		for _, spec := range oids[start:end] {
 			names = append(names, spec.OID)
 		}
-		pkt, err := g.Get(names)
+		what := "get " + strings.Join(names, ",")
+		pkt, err := op.exchange(ctx, what, func() (*gosnmp.SnmpPacket, error) { return g.Get(names) })
 		if err != nil {
-			return fmt.Errorf("get %s: %w", strings.Join(names, ","), err)
+			return err
 		}
 		if pkt.Error != gosnmp.NoError {
-			return fmt.Errorf("get %s: agent error %s at index %d", strings.Join(names, ","), pkt.Error, pkt.ErrorIndex)
+			return fmt.Errorf("%s: agent error %s at index %d", what, pkt.Error, pkt.ErrorIndex)
 		}
 		for _, pdu := range pkt.Variables {
 			if err := ctx.Err(); err != nil {

@@ -58,6 +58,12 @@ func TestConfigValidate(t *testing.T) {
 		{"tiny snmp timeout", func(c *Config) { c.SNMPTimeout = time.Millisecond }, false},
 		{"tiny node timeout", func(c *Config) { c.NodeTimeout = time.Millisecond }, false},
 		{"negative busy delay", func(c *Config) { c.LeaseBusyDelay = -time.Second }, false},
+		{"negative pdu retries mean none", func(c *Config) { c.PDURetries = -1 }, true},
+		{"too many pdu retries", func(c *Config) { c.PDURetries = 11 }, false},
+		{"pdu backoff over the cap", func(c *Config) { c.PDUBackoff = time.Minute }, false},
+		{"negative pdu backoff", func(c *Config) { c.PDUBackoff = -time.Second }, false},
+		{"negative pdu budget means none", func(c *Config) { c.PDURetryBudget = -1 }, true},
+		{"huge pdu budget", func(c *Config) { c.PDURetryBudget = 2000000 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c Config
@@ -69,7 +75,8 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	if d := (Config{}).WithDefaults(); d.Workers != 4 || d.LeaseBusyDelay != time.Second || d.SNMPTimeout != 2*time.Second ||
-		d.SNMPRetries != 1 || d.MaxRepetitions != 10 || d.BatchSize != 500 || d.NodeTimeout != 60*time.Second || d.PollerID == "" {
+		d.SNMPRetries != 1 || d.MaxRepetitions != 10 || d.BatchSize != 500 || d.NodeTimeout != 60*time.Second || d.PollerID == "" ||
+		d.PDURetries != 4 || d.PDUBackoff != 250*time.Millisecond || d.PDURetryBudget != 100 {
 		t.Fatalf("defaults %+v", d)
 	}
 }

@@ -73,6 +73,7 @@ type execEvent struct {
 	DurationMS                 *int64
 	Varbinds                   int
 	Error                      string
+	DeadLettered               int // succeeded only: dead-lettered batches
 }
 
 func (p *projector) decodeExec(m jsrouter.Msg) (projection.Change, error) {
@@ -143,6 +144,20 @@ func decodeExecEvent(data []byte) (execEvent, error) {
 		// No attempt and no lease: nothing ran.
 		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
 			Status: StatusSkipped, ScheduledAt: ptr(e.ScheduledAt), FinishedAt: ptr(e.SkippedAt), Error: e.Reason}
+	case streams.TypeExecutionInterrupted:
+		var e streams.ExecutionInterrupted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return ev, err
+		}
+		var d *int64
+		if !e.StartedAt.IsZero() && e.InterruptedAt.After(e.StartedAt) {
+			ms := e.InterruptedAt.Sub(e.StartedAt).Milliseconds()
+			d = &ms
+		}
+		// The poller is the holder that died; the reason names it.
+		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
+			LeaseRevision: e.LeaseRevision, Status: StatusInterrupted, StartedAt: ptr(e.StartedAt), FinishedAt: ptr(e.InterruptedAt),
+			DurationMS: d, Error: e.Reason}
 	default:
 		return ev, fmt.Errorf("%w: unknown execution event type %q", streams.ErrMalformed, env.Type)
 	}
@@ -171,21 +186,39 @@ func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) 
 		return false, fmt.Errorf("read execution %s: %w", ev.ID, err)
 	default:
 		if ev.LeaseRevision < uint64(rev) || !forward(attempt, status, ev.Attempt, ev.Status) {
+			if ev.Status == StatusInterrupted {
+				// A newer attempt already runs: the interrupted one still
+				// ends in its own row.
+				return false, interruptAttempt(ctx, tx, ev)
+			}
 			return false, nil
 		}
 	}
 	if ev.Status == StatusSkipped {
 		return true, applySkipped(ctx, tx, ev)
 	}
+	if ev.Status == StatusSuccess {
+		// Readings of the execution were dead-lettered before its success
+		// was projected (see applyDeadLetter for the other order).
+		n, err := deadLettered(ctx, tx, ev.ID)
+		if err != nil {
+			return false, err
+		}
+		if n > 0 {
+			ev.Status, ev.Error = StatusFailed, deadLetteredError(n)
+		}
+		ev.DeadLettered = n
+	}
 	_, err = tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, attempt, poller_id, lease_revision,
-		started_at, finished_at, duration_ms, varbinds, error, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now())
+		started_at, finished_at, duration_ms, varbinds, error, dead_lettered_batches, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now())
 		ON CONFLICT (id) DO UPDATE SET job_id = EXCLUDED.job_id, olt_id = EXCLUDED.olt_id, status = EXCLUDED.status,
 		attempt = EXCLUDED.attempt, poller_id = EXCLUDED.poller_id, lease_revision = EXCLUDED.lease_revision,
 		started_at = COALESCE(EXCLUDED.started_at, executions.started_at), finished_at = EXCLUDED.finished_at,
-		duration_ms = EXCLUDED.duration_ms, varbinds = EXCLUDED.varbinds, error = EXCLUDED.error, updated_at = now()`,
+		duration_ms = EXCLUDED.duration_ms, varbinds = EXCLUDED.varbinds, error = EXCLUDED.error,
+		dead_lettered_batches = GREATEST(executions.dead_lettered_batches, EXCLUDED.dead_lettered_batches), updated_at = now()`,
 		ev.ID, ev.JobID, ev.OLTID, ev.Status, ev.Attempt, ev.PollerID, int64(ev.LeaseRevision),
-		ev.StartedAt, ev.FinishedAt, ev.DurationMS, ev.Varbinds, ev.Error)
+		ev.StartedAt, ev.FinishedAt, ev.DurationMS, ev.Varbinds, ev.Error, ev.DeadLettered)
 	if err != nil {
 		return false, fmt.Errorf("update execution %s: %w", ev.ID, err)
 	}
@@ -202,6 +235,20 @@ func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) 
 		return false, fmt.Errorf("record attempt %d of execution %s: %w", ev.Attempt, ev.ID, err)
 	}
 	return true, nil
+}
+
+// interruptAttempt ends the attempt row of an interrupted attempt when the
+// execution has moved on to a newer attempt (its NodeDue was redelivered
+// before the interruption was projected): only a RUNNING row of the same
+// lease revision changes.
+func interruptAttempt(ctx context.Context, tx pgx.Tx, ev execEvent) error {
+	_, err := tx.Exec(ctx, `UPDATE execution_attempts SET status = $4, finished_at = $5, error = $6, duration_ms = $7
+		WHERE execution_id = $1 AND attempt = $2 AND lease_revision = $3 AND status = 'RUNNING'`,
+		ev.ID, ev.Attempt, int64(ev.LeaseRevision), StatusInterrupted, ev.FinishedAt, ev.Error, ev.DurationMS)
+	if err != nil {
+		return fmt.Errorf("interrupt attempt %d of execution %s: %w", ev.Attempt, ev.ID, err)
+	}
+	return nil
 }
 
 // applySkipped records a skipped execution: no attempt ran, so there is no

@@ -33,7 +33,7 @@ type projector struct {
 	outbox  *outbox
 }
 
-// Run projects the four consumers until ctx ends, then returns nil.
+// Run projects the five consumers until ctx ends, then returns nil.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -54,17 +54,22 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		SubscriberConfig: jsrouter.SubscriberConfig{NackDelay: cfg.NackDelay, FetchWait: cfg.FetchWait},
 		Log:              deps.Log,
 		Registry:         deps.Registry,
+		// A database outage holds messages without counting toward the
+		// delivery bound; see pkg/jsrouter.
+		Health: projection.Health(deps.DB),
 	})
 	if err != nil {
 		return fmt.Errorf("projector: %w", err)
 	}
 	// Each message is applied with its consumer's checkpoint; malformed
-	// ones and what the schema refuses go to the dead letters (see
+	// ones, events on a subject not their own (projection.SubjectChecked)
+	// and what the schema refuses go to the dead letters (see
 	// projection.Handler).
-	router.Handle(streams.StreamConfig, streams.ConsumerProjectorConfig, projection.Handler(deps.DB, p.decodeConfig))
-	router.Handle(streams.StreamSchedule, streams.ConsumerProjectorSchedule, projection.Handler(deps.DB, p.decodeNodeDue))
-	router.Handle(streams.StreamExec, streams.ConsumerProjectorExec, projection.Handler(deps.DB, p.decodeExec))
-	router.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, projection.Handler(deps.DB, p.decodeVarbinds))
+	router.Handle(streams.StreamConfig, streams.ConsumerProjectorConfig, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeConfig)))
+	router.Handle(streams.StreamSchedule, streams.ConsumerProjectorSchedule, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeNodeDue)))
+	router.Handle(streams.StreamExec, streams.ConsumerProjectorExec, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeExec)))
+	router.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeVarbinds)))
+	router.Handle(streams.StreamDLQ, streams.ConsumerProjectorDLQ, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeDeadLetter)))
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(ctx) })

@@ -263,6 +263,8 @@ func TestAPIRejectsBadInput(t *testing.T) {
 	}
 }
 
+// TestMain stops the shared private test cluster when this binary is its
+// last user (see pgtest.Main).
 func TestMain(m *testing.M) {
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/facho-olt/facho/pkg/dbmigrate"
+	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/natsembed"
 	"github.com/facho-olt/facho/pkg/pgboot"
 	"github.com/facho-olt/facho/pkg/secret"
@@ -40,6 +41,7 @@ import (
 type Config struct {
 	// DataDir holds NATS storage, the private Postgres cluster, the secret
 	// key and the coordinator log file (git-ignored .facho/ in the repo).
+	// Start locks it (LockDataDir): one stack per folder.
 	DataDir string
 	// NATSPort of the embedded server (-1: any free port). Default 14222,
 	// so it never collides with a system nats-server on 4222.
@@ -111,27 +113,46 @@ func (c Config) Validate() error {
 	if err := c.Streams.WithDefaults().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.PGPort < 1 || c.PGPort > 65535 {
+		errs = append(errs, fmt.Errorf("postgres port %d: want 1..65535", c.PGPort))
+	}
+	if c.NATSPort < -1 || c.NATSPort > 65535 {
+		errs = append(errs, fmt.Errorf("nats port %d: want 1..65535 (-1: any free port)", c.NATSPort))
+	}
 	return errors.Join(errs...)
 }
 
 // Stack is a running system.
 type Stack struct {
-	cfg      Config
-	log      zerolog.Logger
-	nats     *natsembed.Server
-	NC       *nats.Conn
-	JS       jetstream.JetStream
-	DB       *pgxpool.Pool
-	DBURL    string
-	Fleet    *oltsim.Fleet
-	Box      *secret.Box
-	APIURL   string
-	Metrics  map[string]string // service -> base URL of /metrics and /healthz
-	pgStop   func() error
-	cancel   context.CancelFunc
-	group    *errgroup.Group
-	stopOnce sync.Once
-	stopErr  error
+	cfg  Config
+	log  zerolog.Logger
+	nats *natsembed.Server
+	// NC and JS are the admin identity's connection (it provisioned the
+	// streams); every service has a connection of its own identity.
+	NC *nats.Conn
+	JS jetstream.JetStream
+	// NATSURL is the embedded server's client URL; KeysDir holds the seed
+	// of every NATS identity (<DataDir>/nkeys/<name>.nk, see
+	// pkg/natsauth): anonymous connections are refused.
+	NATSURL string
+	KeysDir string
+	conns   []*nats.Conn
+	DB      *pgxpool.Pool
+	DBURL   string
+	Fleet   *oltsim.Fleet
+	Box     *secret.Box
+	APIURL  string
+	Metrics map[string]string // service -> base URL of /metrics and /healthz
+	pgStop  func() error
+	unlock  func() // releases the data folder (LockDataDir)
+	// health checks shared by every service's /healthz: they answer
+	// "database unavailable" and "nats unavailable" and log the detail
+	// once per change, not once per service and probe.
+	dbCheck, natsCheck func(context.Context) error
+	cancel             context.CancelFunc
+	group              *errgroup.Group
+	stopOnce           sync.Once
+	stopErr            error
 }
 
 // Start brings everything up and returns once the API answers. Services run
@@ -144,12 +165,20 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Stack, err e
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	s := &Stack{cfg: cfg, log: log, Metrics: map[string]string{}}
+	// First of all: a second stack on this folder must not touch it.
+	unlock, err := LockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{cfg: cfg, log: log, Metrics: map[string]string{}, unlock: unlock}
 	defer func() {
 		if err != nil {
 			s.cleanup()
 		}
 	}()
+	if err := checkPorts(cfg); err != nil {
+		return nil, err
+	}
 
 	if s.Box, err = openBox(cfg); err != nil {
 		return nil, err
@@ -165,6 +194,14 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Stack, err e
 			return nil, fmt.Errorf("start simulator: %w", err)
 		}
 	}
+	hlog := log.With().Str(telemetry.KeyService, "devstack").Logger()
+	s.dbCheck = telemetry.PublicCheck(hlog, "postgres", "database unavailable", s.DB.Ping)
+	s.natsCheck = telemetry.PublicCheck(hlog, "nats", "nats unavailable", func(context.Context) error {
+		if !s.NC.IsConnected() {
+			return fmt.Errorf("nats connection %s", s.NC.Status())
+		}
+		return nil
+	})
 	runCtx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	s.group, runCtx = errgroup.WithContext(runCtx)
@@ -204,20 +241,59 @@ func openBox(cfg Config) (*secret.Box, error) {
 }
 
 func (s *Stack) startNATS(ctx context.Context) error {
-	srv, err := natsembed.Start(natsembed.Config{Port: s.cfg.NATSPort, StoreDir: filepath.Join(s.cfg.DataDir, "nats")})
+	// One identity per service, seeds generated once into the data
+	// folder like the secret key.
+	s.KeysDir = filepath.Join(s.cfg.DataDir, "nkeys")
+	keys, err := natsauth.EnsureKeys(s.KeysDir)
 	if err != nil {
 		return err
 	}
-	s.nats = srv
-	if s.NC, err = nats.Connect(srv.URL(), nats.Name("facho-devstack")); err != nil {
-		return fmt.Errorf("connect nats: %w", err)
+	users, err := natsauth.ServerUsers(keys)
+	if err != nil {
+		return err
 	}
-	if s.JS, err = jetstream.New(s.NC); err != nil {
-		return fmt.Errorf("jetstream: %w", err)
+	srv, err := natsembed.Start(natsembed.Config{Port: s.cfg.NATSPort, StoreDir: filepath.Join(s.cfg.DataDir, "nats"), Users: users})
+	if err != nil {
+		return err
+	}
+	s.nats, s.NATSURL = srv, srv.URL()
+	if s.NC, s.JS, err = s.Connect(natsauth.Admin, "facho-devstack"); err != nil {
+		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return streams.Provision(pctx, s.JS, s.cfg.Streams)
+}
+
+// NATSClient is how identity connects to the embedded server.
+func (s *Stack) NATSClient(identity string) natsauth.Client {
+	return natsauth.Client{NkeySeedFile: natsauth.SeedFile(s.KeysDir, identity)}
+}
+
+// Connect connects to the embedded server as identity under the client
+// name; the stack closes the connection when it stops.
+func (s *Stack) Connect(identity, name string) (*nats.Conn, jetstream.JetStream, error) {
+	inbox := identity
+	if identity == natsauth.Admin {
+		inbox = "" // the admin may subscribe anywhere
+	}
+	opts, err := s.NATSClient(identity).Options(inbox)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := nats.Connect(s.NATSURL, append(opts, nats.Name(name), nats.MaxReconnects(-1),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			s.log.Error().Err(err).Str(telemetry.KeyService, name).Msg("nats async error")
+		}))...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect nats as %s: %w", identity, err)
+	}
+	s.conns = append(s.conns, nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return nc, js, nil
 }
 
 func (s *Stack) startPostgres(ctx context.Context) error {
@@ -225,7 +301,10 @@ func (s *Stack) startPostgres(ctx context.Context) error {
 		DatabaseURL: s.cfg.DatabaseURL,
 		DataDir:     filepath.Join(s.cfg.DataDir, "pg"),
 		Port:        s.cfg.PGPort,
-		Log:         s.log.With().Str(telemetry.KeyService, "pgboot").Logger(),
+		// The data folder is locked (LockDataDir): a cluster running in it
+		// is a leftover of a killed facho dev, ours to stop at the end.
+		Owned: true,
+		Log:   s.log.With().Str(telemetry.KeyService, "pgboot").Logger(),
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
@@ -245,13 +324,8 @@ func (s *Stack) serve(ctx context.Context, name string, port int) (*prometheus.R
 	reg := telemetry.NewRegistry()
 	log := s.log.With().Str(telemetry.KeyService, name).Logger()
 	health := telemetry.NewHealth()
-	health.Add("nats", func(context.Context) error {
-		if !s.NC.IsConnected() {
-			return errors.New("nats disconnected")
-		}
-		return nil
-	})
-	health.Add("postgres", func(ctx context.Context) error { return s.DB.Ping(ctx) })
+	health.Add("nats", s.natsCheck)
+	health.Add("postgres", s.dbCheck)
 	mux := telemetry.Mux(reg, health)
 	addr := net.JoinHostPort(s.cfg.MetricsHost, fmt.Sprint(port))
 	bound := make(chan net.Addr, 1)
@@ -274,38 +348,43 @@ func (s *Stack) port(i int) int {
 	return s.cfg.MetricsPort + i
 }
 
-// goService runs one service beside its own telemetry server.
-func (s *Stack) goService(ctx context.Context, name string, port int, run func(reg *prometheus.Registry, log zerolog.Logger) error) error {
+// goService runs one service, connected to NATS as identity, beside its
+// own telemetry server.
+func (s *Stack) goService(ctx context.Context, name, identity string, port int, run func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error) error {
+	_, js, err := s.Connect(identity, "facho-"+name)
+	if err != nil {
+		return err
+	}
 	reg, log, err := s.serve(ctx, name, port)
 	if err != nil {
 		return err
 	}
-	s.group.Go(func() error { return wrap(name, run(reg, log)) })
+	s.group.Go(func() error { return wrap(name, run(js, reg, log)) })
 	return nil
 }
 
 func (s *Stack) startServices(ctx context.Context) error {
-	if err := s.goService(ctx, "planner", s.port(0), func(reg *prometheus.Registry, log zerolog.Logger) error {
-		return planner.Run(ctx, s.cfg.Planner, planner.Deps{JS: s.JS, Log: log, Registry: reg})
+	if err := s.goService(ctx, "planner", natsauth.Planner, s.port(0), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
+		return planner.Run(ctx, s.cfg.Planner, planner.Deps{JS: js, Log: log, Registry: reg})
 	}); err != nil {
 		return err
 	}
 	for i := 0; i < s.cfg.Pollers; i++ {
 		pcfg := s.cfg.Poller
 		pcfg.PollerID = fmt.Sprintf("poller-%d", i+1)
-		if err := s.goService(ctx, pcfg.PollerID, s.port(1+i), func(reg *prometheus.Registry, log zerolog.Logger) error {
-			return poller.Run(ctx, pcfg, poller.Deps{JS: s.JS, Log: log, Registry: reg, Box: s.Box})
+		if err := s.goService(ctx, pcfg.PollerID, natsauth.Poller, s.port(1+i), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
+			return poller.Run(ctx, pcfg, poller.Deps{JS: js, Log: log, Registry: reg, Box: s.Box})
 		}); err != nil {
 			return err
 		}
 	}
-	if err := s.goService(ctx, "projector", s.port(1+s.cfg.Pollers), func(reg *prometheus.Registry, log zerolog.Logger) error {
-		return projector.Run(ctx, s.cfg.Projector, projector.Deps{JS: s.JS, DB: s.DB, Log: log, Registry: reg})
+	if err := s.goService(ctx, "projector", natsauth.Projector, s.port(1+s.cfg.Pollers), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
+		return projector.Run(ctx, s.cfg.Projector, projector.Deps{JS: js, DB: s.DB, Log: log, Registry: reg})
 	}); err != nil {
 		return err
 	}
-	if err := s.goService(ctx, "auditor", s.port(2+s.cfg.Pollers), func(reg *prometheus.Registry, log zerolog.Logger) error {
-		return auditor.Run(ctx, s.cfg.Auditor, auditor.Deps{JS: s.JS, DB: s.DB, Log: log, Registry: reg})
+	if err := s.goService(ctx, "auditor", natsauth.Auditor, s.port(2+s.cfg.Pollers), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
+		return auditor.Run(ctx, s.cfg.Auditor, auditor.Deps{JS: js, DB: s.DB, Log: log, Registry: reg})
 	}); err != nil {
 		return err
 	}
@@ -317,11 +396,15 @@ func (s *Stack) startServices(ctx context.Context) error {
 	}
 
 	apiReg := telemetry.NewRegistry()
+	_, apiJS, err := s.Connect(natsauth.API, "facho-api")
+	if err != nil {
+		return err
+	}
 	bound := make(chan net.Addr, 1)
 	acfg := api.Config{Addr: s.cfg.APIAddr, Tokens: []string{s.cfg.APIToken}}
 	s.group.Go(func() error {
 		return wrap("api", api.Run(ctx, acfg, api.Deps{
-			JS: s.JS, DB: s.DB, Box: s.Box, Registry: apiReg, Gatherer: apiReg,
+			JS: apiJS, DB: s.DB, Box: s.Box, Registry: apiReg, Gatherer: apiReg,
 			Log:   s.log.With().Str(telemetry.KeyService, "api").Logger(),
 			Ready: func(a net.Addr) { bound <- a },
 		}))
@@ -394,10 +477,10 @@ func (s *Stack) cleanup() {
 		s.DB.Close()
 		s.DB = nil
 	}
-	if s.NC != nil {
-		s.NC.Close()
-		s.NC = nil
+	for _, nc := range s.conns {
+		nc.Close()
 	}
+	s.conns, s.NC = nil, nil
 	if s.nats != nil {
 		s.nats.Shutdown()
 		s.nats = nil
@@ -407,5 +490,10 @@ func (s *Stack) cleanup() {
 			s.log.Warn().Err(err).Msg("stop postgres")
 		}
 		s.pgStop = nil
+	}
+	// Last: the folder is free once nothing uses it any more.
+	if s.unlock != nil {
+		s.unlock()
+		s.unlock = nil
 	}
 }

@@ -16,13 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/facho-olt/facho/pkg/jstest"
+	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/natsembed"
 	"github.com/facho-olt/facho/pkg/pgtest"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
+	"github.com/facho-olt/facho/streams"
 )
 
 const token = "multiprocess-token-0123456789"
@@ -112,22 +117,69 @@ func get(url string) (int, string, error) {
 	return resp.StatusCode, string(b), nil
 }
 
+// startSecureNATS starts a server that accepts only Facho's identities
+// over mutual TLS, provisions the streams as the admin, and returns the
+// server's URL, the keys folder and the client TLS environment.
+func startSecureNATS(t *testing.T, ctx context.Context, opts streams.Options) (url, keysDir string, tlsEnv []string) {
+	t.Helper()
+	keysDir = t.TempDir()
+	keys, err := natsauth.EnsureKeys(keysDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := natsauth.ServerUsers(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsFiles := jstest.WriteTLSFiles(t, t.TempDir(), "127.0.0.1", "localhost")
+	srv, err := natsembed.Start(natsembed.Config{Port: -1, StoreDir: t.TempDir(), Users: users, TLS: tlsFiles.ServerConfig(t, true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	admin := natsauth.Client{NkeySeedFile: natsauth.SeedFile(keysDir, natsauth.Admin), TLSCA: tlsFiles.CA, TLSCert: tlsFiles.ClientCert, TLSKey: tlsFiles.ClientKey}
+	nopts, err := admin.Options("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(srv.URL(), nopts...)
+	if err != nil {
+		t.Fatalf("connect as admin: %v", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := streams.Provision(pctx, js, opts); err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL(), keysDir, []string{
+		natsauth.EnvTLSCA + "=" + tlsFiles.CA,
+		natsauth.EnvTLSCert + "=" + tlsFiles.ClientCert,
+		natsauth.EnvTLSKey + "=" + tlsFiles.ClientKey,
+	}
+}
+
 // TestServicesAsSeparateProcesses runs the five production binaries as
 // processes against one JetStream and one Postgres, configures two
 // simulated OLTs through the API and waits for their ONUs; then every
-// process must stop cleanly on SIGTERM.
+// process must stop cleanly on SIGTERM. Each process connects with its
+// own NATS identity over mutual TLS (the streams are provisioned by the
+// admin identity, as in production) and none hits a permissions violation.
 func TestServicesAsSeparateProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs five binaries")
 	}
 	binDir := buildBinaries(t)
-	srv, err := natsembed.Start(natsembed.Config{Port: -1, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	natsURL, keysDir, tlsEnv := startSecureNATS(t, ctx, streams.Options{LeaseTTL: 5 * time.Second})
+	seed := func(identity string) string {
+		return natsauth.EnvNkeySeedFile + "=" + natsauth.SeedFile(keysDir, identity)
+	}
 	fleet, err := oltsim.Start(ctx, oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{
 		{Name: "olt-x", Listen: "127.0.0.1:0", Community: "mp-secret-community", Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 2, ONUsPerPort: 8}, Seed: 7},
 		{Name: "olt-y", Listen: "127.0.0.1:0", Community: "mp-secret-community", Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 16}, Seed: 8},
@@ -143,7 +195,7 @@ func TestServicesAsSeparateProcesses(t *testing.T) {
 	}
 	apiAddr := freeAddr(t)
 	env := []string{
-		"FACHO_NATS_URL=" + srv.URL(),
+		"FACHO_NATS_URL=" + natsURL,
 		"DATABASE_URL=" + pgtest.URL(t),
 		"FACHO_SECRET_KEY=" + key,
 		"FACHO_API_TOKENS=" + token,
@@ -151,14 +203,18 @@ func TestServicesAsSeparateProcesses(t *testing.T) {
 		"FACHO_COORDINATOR_LOG=" + filepath.Join(t.TempDir(), "coordinator.log"),
 		"FACHO_LEASE_TTL=5s",
 	}
+	env = append(env, tlsEnv...)
+	with := func(identity string, extra ...string) []string {
+		return append(append(append([]string(nil), env...), seed(identity)), extra...)
+	}
 	bin := func(name string) string { return filepath.Join(binDir, name) }
 	procs := []*proc{
-		start(t, bin("facho-projector"), "projector", env),
-		start(t, bin("facho-auditor"), "auditor", env),
-		start(t, bin("facho-api"), "api", env),
-		start(t, bin("facho-poller"), "poller-1", append(env, "FACHO_POLLER_ID=poller-1")),
-		start(t, bin("facho-poller"), "poller-2", append(env, "FACHO_POLLER_ID=poller-2")),
-		start(t, bin("facho-planner"), "planner", env, "-first-run-delay", "200ms", "-tick", "100ms"),
+		start(t, bin("facho-projector"), "projector", with(natsauth.Projector)),
+		start(t, bin("facho-auditor"), "auditor", with(natsauth.Auditor)),
+		start(t, bin("facho-api"), "api", with(natsauth.API)),
+		start(t, bin("facho-poller"), "poller-1", with(natsauth.Poller, "FACHO_POLLER_ID=poller-1")),
+		start(t, bin("facho-poller"), "poller-2", with(natsauth.Poller, "FACHO_POLLER_ID=poller-2")),
+		start(t, bin("facho-planner"), "planner", with(natsauth.Planner), "-first-run-delay", "200ms", "-tick", "100ms"),
 	}
 
 	// Every process answers /healthz and /metrics.
@@ -221,6 +277,18 @@ func TestServicesAsSeparateProcesses(t *testing.T) {
 		}
 		if !strings.Contains(out, `"service":`) {
 			t.Errorf("%s wrote no structured log lines", p.name)
+		}
+		for _, id := range natsauth.Names() {
+			b, err := os.ReadFile(natsauth.SeedFile(keysDir, id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, strings.TrimSpace(string(b))) {
+				t.Errorf("%s logged the nats seed of %s", p.name, id)
+			}
+		}
+		if strings.Contains(out, "Permissions Violation") {
+			t.Errorf("%s hit a permissions violation: its identity lacks a permission it needs", p.name)
 		}
 	}
 }

@@ -4,6 +4,7 @@
 //	facho keygen              print a new FACHO_SECRET_KEY
 //	facho streams provision   create or update streams, consumers and KV buckets
 //	facho streams catalogue   print the event catalogue (streams/CATALOGUE.md)
+//	facho nats keys DIR       write NATS identities' seeds and the server's authorization block
 package main
 
 import (
@@ -19,10 +20,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/facho-olt/facho/pkg/natsauth"
+	"github.com/facho-olt/facho/pkg/pgboot"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
@@ -46,6 +47,7 @@ commands:
   keygen               print a new FACHO_SECRET_KEY (base64 of 32 random bytes)
   streams provision    create or update every stream, consumer and KV bucket (idempotent)
   streams catalogue    print the event catalogue
+  nats keys DIR        write an nkey seed per NATS identity and the nats-server authorization block
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -63,6 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintln(stdout, k)
 		return nil
+	case "nats":
+		return runNATS(args[1:], stdout, stderr)
 	case "streams":
 		if len(args) < 2 {
 			return errors.New("streams: want provision or catalogue")
@@ -93,6 +97,9 @@ func envOr(getenv func(string) string, key, def string) string {
 func runProvision(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("streams provision", flag.ContinueOnError)
 	url := fs.String("nats", envOr(getenv, "FACHO_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL (FACHO_NATS_URL)")
+	// With identities on the server, this is the admin's seed.
+	var client natsauth.Client
+	client.RegisterFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // usage printed; -h is not a failure
@@ -103,15 +110,11 @@ func runProvision(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("stream options: %w", err)
 	}
-	nc, err := nats.Connect(*url, nats.Name("facho-cli"))
-	if err != nil {
-		return fmt.Errorf("connect %s: %w", *url, err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	nc, js, err := connectCLI(*url, client)
 	if err != nil {
 		return err
 	}
+	defer nc.Close()
 	if err := streams.Provision(ctx, js, opts); err != nil {
 		return err
 	}
@@ -130,6 +133,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	dataDir := fs.String("data", ".facho", "data folder (git-ignored): NATS storage, private Postgres, secret key, logs")
 	apiAddr := fs.String("api", envOr(getenv, "FACHO_API_ADDR", "127.0.0.1:8080"), "API listen address")
 	natsPort := fs.Int("nats-port", 14222, "embedded NATS client port (not 4222: never collides with a system nats-server)")
+	pgPort := fs.Int("pg-port", pgboot.DefaultPort, "port of the private Postgres started in the data folder when DATABASE_URL is unset or does not answer (not 5432: never collides with a system Postgres)")
 	metricsPort := fs.Int("metrics-port", 9101, "first port of the services' /metrics and /healthz (planner, pollers, projector, auditor)")
 	olts := fs.Int("olts", 3, "simulated Huawei OLTs")
 	shapeText := fs.String("shape", "1x2x16", "simulated OLT shape: SLOTSxPORTSxONUS")
@@ -139,6 +143,21 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	firstRun := fs.Duration("first-run", 3*time.Second, "delay before a newly planned node first runs (production default 60s)")
 	pollers := fs.Int("pollers", 2, "poller instances")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: facho dev [flags]\n\nflags:\n")
+		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), `
+environment:
+  DATABASE_URL             Postgres to use; unset or not answering: a private cluster in <data>/pg on -pg-port
+  FACHO_API_TOKEN          API bearer token (default %s, local use only)
+  FACHO_SECRET_KEY         key sealing SNMP communities (default: <data>/secret.key, created once)
+  %s   raw varbinds kept (dev default %s)
+  %s   NodeDue kept (dev default %s)
+  %s     execution, ONU, audit and dead-letter events kept (dev default %s)
+  %s   cap of each stream but the configuration stream (dev default %s)
+`, DefaultDevToken, streams.EnvVarbindsMaxAge, devVarbindsMaxAge, streams.EnvScheduleMaxAge, devScheduleMaxAge,
+			streams.EnvEventsMaxAge, devEventsMaxAge, streams.EnvMaxBytes, devStreamMaxBytes)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil // usage printed; -h is not a failure
@@ -149,6 +168,10 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return err
 	}
+	streamOpts, err := streams.OptionsFromEnv(devStreamEnv(getenv))
+	if err != nil {
+		return fmt.Errorf("stream options: %w", err)
+	}
 	token := envOr(getenv, "FACHO_API_TOKEN", DefaultDevToken)
 	community := envOr(getenv, "FACHO_DEMO_COMMUNITY", "public")
 	// Each service tags its own lines; the base logger carries no service key.
@@ -158,6 +181,8 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		DataDir:        *dataDir,
 		NATSPort:       *natsPort,
 		DatabaseURL:    getenv("DATABASE_URL"),
+		PGPort:         *pgPort,
+		Streams:        streamOpts,
 		APIAddr:        *apiAddr,
 		MetricsPort:    *metricsPort,
 		SimControlAddr: *simControl,
@@ -193,8 +218,10 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	fmt.Fprintf(stdout, `
 Facho is running.
   API            %s   (token: %s)
-  NATS           nats://127.0.0.1:%d (embedded JetStream)
+  NATS           nats://127.0.0.1:%d (embedded JetStream; one nkey per service, no anonymous clients:
+                 e.g. nats --server nats://127.0.0.1:%d --nkey %s sub 'facho.onu.>')
   Postgres       %s
+  retention      %s
   metrics        %s
   simulator      %d Huawei MA5800 OLTs (%s) on 127.0.0.1:%d..%d, control http://%s
   demo OLTs      %s, discovery every %ds, first run in %s
@@ -203,13 +230,67 @@ List the ONUs of a demo OLT (they appear within a few seconds):
   curl -s -H 'Authorization: Bearer %s' %s/api/v1/olts/olt-1/onus
 
 Ctrl-C stops everything.
-`, stack.APIURL, token, *natsPort, redactURL(stack.DBURL), metricsList(stack.Metrics), *olts, *shapeText, *simPort, *simPort+*olts-1, *simControl,
+`, stack.APIURL, token, *natsPort, *natsPort, natsauth.SeedFile(stack.KeysDir, natsauth.Observer), redactURL(stack.DBURL), retention(streamOpts), metricsList(stack.Metrics), *olts, *shapeText, *simPort, *simPort+*olts-1, *simControl,
 		strings.Join(ids, ", "), *interval, *firstRun, token, stack.APIURL)
 	err = stack.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// Dev retention: the defaults of `facho dev` for the stream variables it
+// reads like every service (streams.OptionsFromEnv), shorter than the
+// production ones so a laptop's disk stays bounded: raw varbinds and
+// NodeDue an hour, the other event streams a day, and each stream but the
+// configuration stream at most 256 MiB (oldest dropped first).
+const (
+	devVarbindsMaxAge = "1h"
+	devScheduleMaxAge = "1h"
+	devEventsMaxAge   = "24h"
+	devStreamMaxBytes = "256MiB"
+)
+
+// devStreamEnv is getenv with the dev retention defaults for the stream
+// variables that are unset.
+func devStreamEnv(getenv func(string) string) func(string) string {
+	return func(key string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		switch key {
+		case streams.EnvVarbindsMaxAge:
+			return devVarbindsMaxAge
+		case streams.EnvScheduleMaxAge:
+			return devScheduleMaxAge
+		case streams.EnvEventsMaxAge:
+			return devEventsMaxAge
+		case streams.EnvMaxBytes:
+			return devStreamMaxBytes
+		}
+		return ""
+	}
+}
+
+// retention says what the streams keep, as the banner shows it.
+func retention(o streams.Options) string {
+	s := fmt.Sprintf("varbinds %s, NodeDue %s, events %s", shortDuration(o.VarbindsMaxAge), shortDuration(o.ScheduleMaxAge), shortDuration(o.EventsMaxAge))
+	if o.MaxBytes > 0 {
+		s += fmt.Sprintf(", at most %d MiB per stream", o.MaxBytes>>20)
+	}
+	return s + "; configuration kept"
+}
+
+// shortDuration prints 1h rather than 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // metricsList prints service -> /metrics base URL in a stable order.

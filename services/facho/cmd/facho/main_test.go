@@ -5,8 +5,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/facho-olt/facho/pkg/secret"
+	"github.com/facho-olt/facho/streams"
 )
 
 func TestRun(t *testing.T) {
@@ -28,6 +30,9 @@ func TestRun(t *testing.T) {
 		{"dev bad shape", []string{"dev", "-check-config", "-shape", "2x16"}, "SLOTSxPORTSxONUS", ""},
 		{"dev zero onus", []string{"dev", "-check-config", "-shape", "1x2x0"}, "not a positive number", ""},
 		{"dev no pollers", []string{"dev", "-check-config", "-pollers", "-1"}, "pollers", ""},
+		{"dev pg port", []string{"dev", "-check-config", "-pg-port", "25432"}, "", "configuration ok"},
+		{"dev bad pg port", []string{"dev", "-check-config", "-pg-port", "70000"}, "postgres port 70000", ""},
+		{"dev bad nats port", []string{"dev", "-check-config", "-nats-port", "-7"}, "nats port -7", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -79,5 +84,64 @@ func TestMetricsList(t *testing.T) {
 	want := "auditor http://h:5/metrics, planner http://h:1/metrics, poller-1 http://h:2/metrics"
 	if got != want {
 		t.Errorf("metricsList = %q, want %q", got, want)
+	}
+}
+
+// facho dev -h lists -pg-port and the retention variables with their dev
+// defaults.
+func TestDevHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"dev", "-h"}, func(string) string { return "" }, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-pg-port", "(default 15432)", "FACHO_VARBINDS_MAX_AGE", "dev default 1h", "FACHO_STREAM_MAX_BYTES", "256MiB"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("facho dev -h lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}
+
+// facho dev reads the stream variables like every service, with bounded
+// defaults of its own where they are unset.
+func TestDevStreamEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		want    streams.Options // the fields checked: max ages and bytes
+		wantErr string
+	}{
+		{"dev defaults", nil, streams.Options{VarbindsMaxAge: time.Hour, ScheduleMaxAge: time.Hour, EventsMaxAge: 24 * time.Hour, MaxBytes: 256 << 20}, ""},
+		{"honoured", map[string]string{streams.EnvVarbindsMaxAge: "30m", streams.EnvScheduleMaxAge: "10m", streams.EnvEventsMaxAge: "2h", streams.EnvMaxBytes: "64MiB"},
+			streams.Options{VarbindsMaxAge: 30 * time.Minute, ScheduleMaxAge: 10 * time.Minute, EventsMaxAge: 2 * time.Hour, MaxBytes: 64 << 20}, ""},
+		{"no cap asked for", map[string]string{streams.EnvMaxBytes: "0"}, streams.Options{VarbindsMaxAge: time.Hour, ScheduleMaxAge: time.Hour, EventsMaxAge: 24 * time.Hour}, ""},
+		{"bad age", map[string]string{streams.EnvEventsMaxAge: "forever"}, streams.Options{}, streams.EnvEventsMaxAge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := func(k string) string { return tc.env[k] }
+			o, err := streams.OptionsFromEnv(devStreamEnv(getenv))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				var out, errOut bytes.Buffer
+				if err := run(context.Background(), []string{"dev", "-check-config"}, getenv, &out, &errOut); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("facho dev -check-config: %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.VarbindsMaxAge != tc.want.VarbindsMaxAge || o.ScheduleMaxAge != tc.want.ScheduleMaxAge || o.EventsMaxAge != tc.want.EventsMaxAge || o.MaxBytes != tc.want.MaxBytes {
+				t.Errorf("options %+v, want %+v", o, tc.want)
+			}
+		})
+	}
+}
+
+func TestRetention(t *testing.T) {
+	o := streams.Options{VarbindsMaxAge: time.Hour, ScheduleMaxAge: 90 * time.Minute, EventsMaxAge: 24 * time.Hour, MaxBytes: 256 << 20}
+	if got, want := retention(o), "varbinds 1h, NodeDue 1h30m, events 24h, at most 256 MiB per stream; configuration kept"; got != want {
+		t.Errorf("retention = %q, want %q", got, want)
 	}
 }

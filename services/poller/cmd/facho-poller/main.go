@@ -29,10 +29,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.IntVar(&cfg.Workers, "workers", env.Int("FACHO_POLLER_WORKERS", 4), "parallel operations (FACHO_POLLER_WORKERS)")
 			fs.DurationVar(&cfg.SNMPTimeout, "snmp-timeout", env.Duration("FACHO_SNMP_TIMEOUT", 2*time.Second), "timeout of one SNMP request (FACHO_SNMP_TIMEOUT)")
 			fs.IntVar(&cfg.SNMPRetries, "snmp-retries", env.Int("FACHO_SNMP_RETRIES", 1), "retries of one SNMP request, -1 for none (FACHO_SNMP_RETRIES)")
+			fs.IntVar(&cfg.PDURetries, "snmp-pdu-retries", env.Int("FACHO_SNMP_PDU_RETRIES", 4), "times a request still unanswered after -snmp-retries is sent again within the walk, with backoff, resuming from the last OID received (0..10, -1 for none) (FACHO_SNMP_PDU_RETRIES)")
+			fs.DurationVar(&cfg.PDUBackoff, "snmp-pdu-backoff", env.Duration("FACHO_SNMP_PDU_BACKOFF", 250*time.Millisecond), "wait before the first PDU retry, doubled for each next one up to 10s (FACHO_SNMP_PDU_BACKOFF)")
+			fs.IntVar(&cfg.PDURetryBudget, "snmp-pdu-retry-budget", env.Int("FACHO_SNMP_PDU_RETRY_BUDGET", 100), "most PDU retries of one execution, -1 for none (FACHO_SNMP_PDU_RETRY_BUDGET)")
 			fs.IntVar(&cfg.MaxRepetitions, "max-repetitions", env.Int("FACHO_SNMP_MAX_REPETITIONS", 10), "GETBULK max-repetitions (FACHO_SNMP_MAX_REPETITIONS)")
 			fs.IntVar(&cfg.BatchSize, "batch-size", env.Int("FACHO_POLLER_BATCH_SIZE", 500), "most varbinds per batch event; a batch is also cut at half the NATS max payload (FACHO_POLLER_BATCH_SIZE)")
 			fs.DurationVar(&cfg.LeaseBusyDelay, "lease-busy-delay", env.Duration("FACHO_LEASE_BUSY_DELAY", time.Second), "redelivery delay of a NodeDue whose OLT is busy (FACHO_LEASE_BUSY_DELAY)")
 			fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", env.Duration("FACHO_SHUTDOWN_GRACE", 10*time.Second), "time in-flight operations get on shutdown (FACHO_SHUTDOWN_GRACE)")
+			fs.DurationVar(&cfg.InterruptSweepEvery, "interrupt-sweep-every", env.Duration("FACHO_INTERRUPT_SWEEP_EVERY", 5*time.Minute), "how often to look for executions whose lease expired unseen and end them INTERRUPTED; also once at start (FACHO_INTERRUPT_SWEEP_EVERY)")
+			fs.DurationVar(&cfg.InterruptLookback, "interrupt-lookback", env.Duration("FACHO_INTERRUPT_LOOKBACK", time.Hour), "how far back that sweep reads execution events (FACHO_INTERRUPT_LOOKBACK)")
 			// These override streams.OptionsFromEnv for this instance's
 			// provisioning only.
 			fs.DurationVar(&common.Streams.LeaseTTL, "lease-ttl", common.Streams.LeaseTTL, "OLT lease TTL, provisioned on the lease bucket (FACHO_LEASE_TTL)")

@@ -1,0 +1,272 @@
+package natsauth
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// Identity names: one per service binary (the servicemain Binary.Name), the
+// operator's admin identity and a read-only observer.
+const (
+	Planner   = "planner"
+	Poller    = "poller"
+	Projector = "projector"
+	Auditor   = "auditor"
+	API       = "api"
+	// Admin provisions the streams (facho streams provision, facho dev)
+	// and is the only identity that may delete or purge anything.
+	Admin = "admin"
+	// Observer reads every stream (live tail, replay tools, integrators)
+	// and publishes nothing.
+	Observer = "observer"
+)
+
+// Identity is what one NATS identity may do. Everything not granted here is
+// refused by the server.
+type Identity struct {
+	Name        string
+	Description string
+	// Publish lists the event subjects (wildcards allowed) the identity
+	// publishes: the subjects it owns in the catalogue of package streams.
+	Publish []string
+	// Consumers lists the durable consumers it reads, acknowledges and
+	// dead-letters (facho.dlq.<consumer>). A durable has one owner.
+	Consumers []string
+	// Ordered lists the streams on which it creates ephemeral ordered
+	// consumers (replay, scans).
+	Ordered []string
+	// ReadMsgs lists the streams whose messages it reads directly (last
+	// message of a subject, message by sequence).
+	ReadMsgs []string
+	// Buckets lists the KV buckets it reads and writes.
+	Buckets []string
+	// Admin: everything, including provisioning, delete and purge.
+	Admin bool
+	// SubscribeEvents lets it subscribe to the event subjects themselves
+	// (a live tail without a consumer).
+	SubscribeEvents bool
+}
+
+// Table is every identity. Extend it when a service starts publishing a new
+// subject, owns a new durable consumer or uses a new KV bucket; the
+// publishers must be those of streams.Catalogue (a test compares them).
+func Table() []Identity {
+	return []Identity{
+		{
+			Name:        Planner,
+			Description: "plans executions from the configuration stream",
+			Publish:     []string{streams.SubjectsNodeDue, streams.SubjectsAudit},
+			Ordered:     []string{streams.StreamConfig},
+		},
+		{
+			Name:        Poller,
+			Description: "runs the SNMP work under per-OLT leases",
+			Publish:     []string{streams.SubjectsVarbinds, streams.SubjectsExec, streams.SubjectsAudit},
+			Consumers:   []string{streams.ConsumerPoller},
+			Ordered:     []string{streams.StreamExec},
+			ReadMsgs:    []string{streams.StreamExec},
+			Buckets:     []string{streams.BucketLeases},
+		},
+		{
+			Name:        Projector,
+			Description: "builds the read models and publishes ONU changes",
+			Publish:     []string{streams.SubjectsONU},
+			Consumers: []string{
+				streams.ConsumerProjectorConfig, streams.ConsumerProjectorSchedule,
+				streams.ConsumerProjectorExec, streams.ConsumerProjectorVarbinds,
+				streams.ConsumerProjectorDLQ,
+			},
+		},
+		{
+			Name:        Auditor,
+			Description: "writes coordinator logs",
+			Consumers:   []string{streams.ConsumerAuditorExec, streams.ConsumerAuditorAudit},
+		},
+		{
+			Name:        API,
+			Description: "turns configuration into events",
+			Publish:     []string{streams.SubjectsConfig, streams.SubjectsAudit},
+			ReadMsgs:    []string{streams.StreamConfig},
+		},
+		{
+			Name:            Observer,
+			Description:     "reads every stream, publishes nothing (tail, replay, integrators)",
+			Ordered:         streamNames(),
+			ReadMsgs:        streamNames(),
+			SubscribeEvents: true,
+		},
+		{
+			Name:        Admin,
+			Description: "operator: provisions streams; the only identity that may delete or purge",
+			Admin:       true,
+		},
+	}
+}
+
+// Names lists the identities of Table, in its order.
+func Names() []string {
+	var out []string
+	for _, id := range Table() {
+		out = append(out, id.Name)
+	}
+	return out
+}
+
+// Lookup returns the identity called name.
+func Lookup(name string) (Identity, error) {
+	for _, id := range Table() {
+		if id.Name == name {
+			return id, nil
+		}
+	}
+	return Identity{}, fmt.Errorf("nats identity %q: not in the permission table", name)
+}
+
+// InboxPrefix is the reply-subject prefix of identity name's connections:
+// a service can read the replies to its own requests only.
+func InboxPrefix(name string) string { return "_INBOX_" + name }
+
+// Permissions is what the server enforces for one identity.
+type Permissions struct {
+	PublishAllow   []string
+	PublishDeny    []string
+	SubscribeAllow []string
+	SubscribeDeny  []string
+}
+
+// deniedToServices is refused to every identity but the admin, whatever
+// its allow list says: stream and account administration, delete, purge,
+// snapshot and the system account's subjects.
+func deniedToServices() []string {
+	return []string{
+		"$JS.API.STREAM.CREATE.>",
+		"$JS.API.STREAM.UPDATE.>",
+		"$JS.API.STREAM.DELETE.>",
+		"$JS.API.STREAM.PURGE.>",
+		"$JS.API.STREAM.MSG.DELETE.>",
+		"$JS.API.STREAM.SNAPSHOT.>",
+		"$JS.API.STREAM.RESTORE.>",
+		"$JS.API.STREAM.PEER.REMOVE.>",
+		"$JS.API.STREAM.LEADER.STEPDOWN.>",
+		"$JS.API.CONSUMER.DURABLE.CREATE.>",
+		"$JS.API.CONSUMER.PAUSE.>",
+		"$JS.API.CONSUMER.RESET.>",
+		"$JS.API.CONSUMER.UNPIN.>",
+		"$JS.API.CONSUMER.LEADER.STEPDOWN.>",
+		"$JS.API.ACCOUNT.>",
+		"$JS.API.META.>",
+		"$JS.API.SERVER.>",
+		"$SYS.>",
+	}
+}
+
+// durableStreams maps every durable consumer of package streams to its
+// stream.
+func durableStreams() map[string]string {
+	m := map[string]string{}
+	for _, cd := range streams.ConsumerConfigs(streams.Options{}) {
+		m[cd.Config.Durable] = cd.Stream
+	}
+	return m
+}
+
+func streamNames() []string {
+	var out []string
+	for _, sc := range streams.StreamConfigs(streams.Options{}) {
+		out = append(out, sc.Name)
+	}
+	return out
+}
+
+// kvStream is the stream behind KV bucket b.
+func kvStream(b string) string { return "KV_" + b }
+
+// Permissions derives what the server enforces from the identity. It fails
+// on a consumer that package streams does not provision.
+func (id Identity) Permissions() (Permissions, error) {
+	if id.Admin {
+		return Permissions{PublishAllow: []string{">"}, SubscribeAllow: []string{">"}}, nil
+	}
+	durables := durableStreams()
+	var p Permissions
+	pub := func(s ...string) { p.PublishAllow = append(p.PublishAllow, s...) }
+	deny := func(s ...string) { p.PublishDeny = append(p.PublishDeny, s...) }
+
+	pub(id.Publish...)
+	// Read-only metadata: stream and consumer info, account limits.
+	pub("$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.CONSUMER.INFO.*.*")
+	owned := map[string]bool{}
+	for _, c := range id.Consumers {
+		stream, ok := durables[c]
+		if !ok {
+			return Permissions{}, fmt.Errorf("identity %s: consumer %q is not provisioned by package streams", id.Name, c)
+		}
+		owned[c] = true
+		pub(
+			streams.SubjectDLQ(c),
+			"$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c,
+			// Acks, naks, terms and progress: v1 and v2 reply formats.
+			"$JS.ACK."+stream+"."+c+".>",
+			"$JS.ACK.*.*."+stream+"."+c+".>",
+		)
+	}
+	ordered := func(stream string) {
+		pub(
+			"$JS.API.CONSUMER.CREATE."+stream+".>",
+			"$JS.API.CONSUMER.DELETE."+stream+".*",
+			"$JS.API.CONSUMER.MSG.NEXT."+stream+".*",
+			// Flow-control replies of push-based ordered consumers (KV
+			// watches): refused, a watch stalls under load.
+			"$JS.FC."+stream+".>",
+		)
+	}
+	readMsgs := func(stream string) {
+		pub(
+			"$JS.API.STREAM.MSG.GET."+stream,
+			"$JS.API.DIRECT.GET."+stream,
+			"$JS.API.DIRECT.GET."+stream+".>",
+		)
+	}
+	for _, s := range id.Ordered {
+		ordered(s)
+	}
+	for _, s := range id.ReadMsgs {
+		readMsgs(s)
+	}
+	for _, b := range id.Buckets {
+		pub("$KV." + b + ".>")
+		readMsgs(kvStream(b))
+		ordered(kvStream(b)) // watchers and key listings
+	}
+	deny(deniedToServices()...)
+	// Durable consumers are the provisioner's: nobody else creates,
+	// changes or deletes them, and only the owner reads from them.
+	names := make([]string, 0, len(durables))
+	for c := range durables {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	for _, c := range names {
+		stream := durables[c]
+		deny(
+			"$JS.API.CONSUMER.CREATE."+stream+"."+c,
+			"$JS.API.CONSUMER.CREATE."+stream+"."+c+".>",
+			"$JS.API.CONSUMER.DELETE."+stream+"."+c,
+		)
+		if !owned[c] {
+			deny(
+				"$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c,
+				"$JS.ACK."+stream+"."+c+".>",
+				"$JS.ACK.*.*."+stream+"."+c+".>",
+			)
+		}
+	}
+
+	p.SubscribeAllow = []string{InboxPrefix(id.Name) + ".>"}
+	if id.SubscribeEvents {
+		p.SubscribeAllow = append(p.SubscribeAllow, "facho.>")
+	}
+	return p, nil
+}

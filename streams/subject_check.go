@@ -1,0 +1,132 @@
+package streams
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// SubjectPattern is the subject an event type must be published on, token
+// by token: a literal; "{field}", a token equal to that string field of
+// the event's data; "*", any valid id. ok is false for a type this version
+// does not know.
+func SubjectPattern(eventType string) (pattern string, ok bool) {
+	switch eventType {
+	case TypeBrandUpserted:
+		return "facho.config.brand.{id}", true
+	case TypeOIDUpserted:
+		return "facho.config.oid.{id}", true
+	case TypeOLTUpserted, TypeOLTDeleted:
+		return "facho.config.olt.{id}", true
+	case TypeJobUpserted, TypeJobDeleted:
+		return "facho.config.job.{id}", true
+	case TypeJobOLTAssigned, TypeJobOLTUnassigned:
+		return "facho.config.assignment.{job_id}.{olt_id}", true
+	case TypeNodeDue:
+		return "facho.schedule.due.{olt_id}", true
+	case TypeExecutionStarted:
+		return "facho.exec.{olt_id}." + PhaseStarted, true
+	case TypeExecutionSucceeded:
+		return "facho.exec.{olt_id}." + PhaseSucceeded, true
+	case TypeExecutionFailed:
+		return "facho.exec.{olt_id}." + PhaseFailed, true
+	case TypeExecutionSkipped:
+		return "facho.exec.{olt_id}." + PhaseSkipped, true
+	case TypeExecutionInterrupted:
+		return "facho.exec.{olt_id}." + PhaseInterrupted, true
+	case TypeVarbindBatch:
+		return "facho.varbinds.{olt_id}", true
+	case TypeONUChanged:
+		return "facho.onu.{olt_id}.{change}", true
+	case TypeAudit:
+		return "facho.audit.*", true
+	case TypeDeadLetter:
+		return "facho.dlq.{consumer}", true
+	}
+	return "", false
+}
+
+// subjectFields are the data fields a subject pattern may name.
+type subjectFields struct {
+	ID       string `json:"id"`
+	JobID    string `json:"job_id"`
+	OLTID    string `json:"olt_id"`
+	Change   string `json:"change"`
+	Consumer string `json:"consumer"`
+}
+
+func (f subjectFields) get(name string) (string, bool) {
+	switch name {
+	case "id":
+		return f.ID, true
+	case "job_id":
+		return f.JobID, true
+	case "olt_id":
+		return f.OLTID, true
+	case "change":
+		return f.Change, true
+	case "consumer":
+		return f.Consumer, true
+	}
+	return "", false
+}
+
+// CheckSubject is the one rule of which event may travel on which subject:
+// env's type must be one published on subject's kind (a brand.upserted
+// only on facho.config.brand.<id>, an execution.failed only on
+// facho.exec.<olt>.failed, ...) and every id the subject names must be the
+// one in env's data (the brand's id, the batch's olt_id, ...). Consumers
+// call it before they apply anything, so a message published on one
+// entity's subject cannot change another. The error wraps ErrMalformed.
+// A type this version does not know passes: its consumer decides.
+func CheckSubject(subject string, env Envelope) error {
+	pattern, ok := SubjectPattern(env.Type)
+	if !ok {
+		return nil
+	}
+	want := strings.Split(pattern, ".")
+	got := strings.Split(subject, ".")
+	if len(got) != len(want) {
+		return fmt.Errorf("%w: %s on subject %q: want %s", ErrMalformed, env.Type, subject, pattern)
+	}
+	var fields *subjectFields
+	for i, w := range want {
+		switch {
+		case w == "*":
+			if !ValidID(got[i]) {
+				return fmt.Errorf("%w: %s on subject %q: token %q is not an id", ErrMalformed, env.Type, subject, got[i])
+			}
+		case strings.HasPrefix(w, "{") && strings.HasSuffix(w, "}"):
+			if fields == nil {
+				fields = &subjectFields{}
+				if err := json.Unmarshal(env.Data, fields); err != nil {
+					return fmt.Errorf("%w: %s data: %v", ErrMalformed, env.Type, err)
+				}
+			}
+			name := w[1 : len(w)-1]
+			v, ok := fields.get(name)
+			if !ok {
+				return fmt.Errorf("streams: subject pattern %s names unknown field %s", pattern, name)
+			}
+			if v != got[i] {
+				return fmt.Errorf("%w: %s on subject %q: %s %q does not match the subject (want %s)", ErrMalformed, env.Type, subject, name, v, pattern)
+			}
+		case w != got[i]:
+			return fmt.Errorf("%w: %s on subject %q: want %s", ErrMalformed, env.Type, subject, pattern)
+		}
+	}
+	return nil
+}
+
+// DecodeOn is Decode for a message received on subject: the payload must
+// be of type T and the subject the one CheckSubject allows for it.
+func DecodeOn[T Event](subject string, b []byte) (Envelope, T, error) {
+	env, payload, err := Decode[T](b)
+	if err != nil {
+		return env, payload, err
+	}
+	if err := CheckSubject(subject, env); err != nil {
+		return env, payload, err
+	}
+	return env, payload, nil
+}
