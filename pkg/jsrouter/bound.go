@@ -39,10 +39,17 @@ func (r *Router) bound(h message.HandlerFunc) message.HandlerFunc {
 		ctx := wm.Context()
 		consumer := wm.Metadata.Get(MetaConsumer)
 		delivered, _ := strconv.ParseUint(wm.Metadata.Get(MetaNumDelivered), 10, 64)
-		if delivered > uint64(r.cfg.MaxDeliveries) {
-			return nil, &GaveUpError{Deliveries: delivered - 1}
-		}
 		log := r.cfg.Log.With().Str(telemetry.KeyConsumer, consumer).Str(telemetry.KeyStreamSeq, wm.Metadata.Get(MetaStreamSeq)).Logger()
+		if delivered > uint64(r.cfg.MaxDeliveries) {
+			// Only while the dependency is healthy: deliveries that ended
+			// because the service restarted during an outage are not this
+			// message's fault, so it is handled (and held) as usual.
+			herr := r.health(ctx, nil)
+			if herr == nil {
+				return nil, &GaveUpError{Deliveries: delivered - 1}
+			}
+			log.Warn().AnErr("health", herr).Uint64("deliveries", delivered).Msg("delivery bound reached during an outage; handling the message anyway")
+		}
 		retries := 0
 		backoff := r.cfg.RetryInitial
 		outage := time.Duration(0) // the current wait while the dependency is down; 0: it is up

@@ -30,7 +30,9 @@
 //   - a message delivered more than MaxDeliveries times (whatever ended
 //     the earlier deliveries: a message that crashes the process is
 //     redelivered without ever failing) is dead-lettered before it is
-//     handled.
+//     handled, if Health passes then; during an outage (deliveries that
+//     ended because the service restarted while the database was down)
+//     it is handled and held as above.
 //
 // The server's MaxDeliver of these consumers is unlimited: the server
 // cannot tell an outage from a bad message, and would silently drop the
