@@ -23,6 +23,11 @@ func TestCatalogueUpToDate(t *testing.T) {
 		}
 		files[filepath.Join("schemas", s.SchemaFile())] = b
 	}
+	pollers, err := PollersSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files[filepath.Join("schemas", PollersSchemaFile)] = pollers
 	if *update {
 		if err := os.MkdirAll("schemas", 0o755); err != nil {
 			t.Fatal(err)
@@ -68,22 +73,29 @@ func samples() []Event {
 	spec := OIDSpec{ID: "hw-rx", OID: "1.3.6.1.4.1.2011.6.128.1.1.2.51.1.4", Field: FieldRxPower, Decoder: Decoder{Kind: "scaled", Scale: 0.01, NoReading: &none}}
 	return []Event{
 		BrandUpserted{ID: "huawei", Name: "Huawei", IndexScheme: "pon.onu"},
+		BrandDeleted{ID: "huawei"},
 		OIDUpserted{ID: "hw-rx", BrandID: "huawei", Name: "ONT Rx", OID: spec.OID, Field: FieldRxPower, Decoder: spec.Decoder},
+		OIDDeleted{ID: "hw-rx"},
 		OLTUpserted{ID: "olt-1", Name: "OLT 1", IP: "192.0.2.1", Port: 161, BrandID: "huawei", CommunityEnc: "v1:abcd", Enabled: true},
 		OLTDeleted{ID: "olt-1"},
 		JobUpserted{ID: "disc", Name: "Discovery", BrandID: "huawei", Kind: KindDiscovery, OIDIDs: []string{"hw-rx"}, IntervalSeconds: 300, MaxRetries: 3, RetryDelaySeconds: 120, TimeoutSeconds: 300, Priority: 90, Enabled: true},
 		JobDeleted{ID: "disc"},
 		JobOLTAssigned{JobID: "disc", OLTID: "olt-1", Enabled: true},
 		JobOLTUnassigned{JobID: "disc", OLTID: "olt-1"},
-		NodeDue{ExecutionID: "e1", NodeID: "disc:olt-1", JobID: "disc", OLTID: "olt-1", Kind: KindDiscovery, Target: Target{Host: "192.0.2.1", Port: 161, CommunityEnc: "v1:abcd"}, OIDs: []OIDSpec{spec}, Priority: 90, ScheduledAt: now},
+		NodeDue{ExecutionID: "e1", NodeID: "disc:olt-1", JobID: "disc", OLTID: "olt-1", Kind: KindDiscovery, Target: Target{Host: "192.0.2.1", Port: 161, CommunityEnc: "v1:abcd"}, OIDs: []OIDSpec{spec}, Priority: 90, ScheduledAt: now,
+			SNMP: SNMPTuning{WalkPDU: WalkPDUGetNext, MaxRepetitions: 20, GetVarbinds: 30, GetConcurrency: 2}},
 		ExecutionStarted{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now},
-		ExecutionSucceeded{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, FinishedAt: now, Varbinds: 10, Batches: 1},
+		ExecutionSucceeded{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, FinishedAt: now, Varbinds: 10, Batches: 1,
+			ONUs: 2, FailedONUs: 1, FailedVarbinds: 1, ONUFailures: []ONUFailure{{Instance: "4194304000.1", PonIndex: 4194304000, ONUID: 1, OIDs: []string{"1.3.6.1.4.1.2011.6.128.1.1.2.43.1.9.4194304000.1"}, Error: "tooBig"}}},
 		ExecutionFailed{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, StartedAt: now, FinishedAt: now, Error: "request timeout", Retryable: true},
 		ExecutionSkipped{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", ScheduledAt: now.Add(-10 * time.Minute), SkippedAt: now, Reason: "stale: scheduled at 2026-11-21T11:50:00Z, interval 300s; a newer run supersedes it"},
 		ExecutionInterrupted{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, InterruptedAt: now.Add(40 * time.Second), DetectedBy: "p2", Reason: "lease expired without a terminal event"},
 		VarbindBatch{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", IndexScheme: "pon.onu", Columns: []OIDSpec{spec}, CollectedAt: now, Varbinds: []Varbind{{OID: spec.OID + ".4194304000.1", Type: VTInteger, Value: "-2150"}}},
 		ONUChanged{OLTID: "olt-1", PonIndex: 4194304000, ONUID: 1, Change: ONUDiscovered, Current: ONUState{Serial: "HWTC1A2B3C4D", Status: "ONLINE", RxPowerDBm: &rx}, ExecutionID: "e1", ObservedAt: now},
 		AuditEvent{OLTID: "olt-1", Kind: AuditTaskAdded, Level: LevelInfo, Message: "task added", Details: map[string]any{"job_id": "disc"}},
+		Notification{ID: "quota_violation:olt-1:discovery:1763719200", Kind: NotifyQuotaViolation, OLTID: "olt-1", Severity: "HIGH",
+			Message: "quota violation [HIGH]: discovery on OLT olt-1 completed 2 of 4 in the hour from 2026-11-21 10:00Z (50%)",
+			Details: map[string]any{"quota_required": 4, "quota_completed": 2, "compliance": 0.5}, OccurredAt: time.Date(2026, 11, 21, 11, 5, 0, 0, time.UTC)},
 		DeadLetter{Consumer: "projector-varbinds", Stream: StreamVarbinds, StreamSeq: 3, Subject: "facho.varbinds.olt-1", Reason: "malformed event", Deliveries: 1,
 			OriginalType: TypeVarbindBatch, OLTID: "olt-1", ExecutionID: "e1", PayloadSize: 7, PayloadSHA256: "f7f0c2d3c2b8e4b6a4b4d1f0a1c2e3d4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0", PayloadExcerpt: "garbage", ReceivedAt: now},
 	}

@@ -9,6 +9,8 @@ import (
 const (
 	TypeBrandUpserted    = "brand.upserted"
 	TypeOIDUpserted      = "oid.upserted"
+	TypeBrandDeleted     = "brand.deleted"
+	TypeOIDDeleted       = "oid.deleted"
 	TypeOLTUpserted      = "olt.upserted"
 	TypeOLTDeleted       = "olt.deleted"
 	TypeJobUpserted      = "job.upserted"
@@ -74,6 +76,9 @@ type BrandUpserted struct {
 	// followed by a sub-index such as ZTE's optical table's ".1") or
 	// "fiberhome" (one packed integer slot*2^25+pon*2^19+onu*2^8).
 	IndexScheme string `json:"index_scheme"`
+	// SNMP says how the brand's OLTs want to be read (GET batch size and
+	// concurrency, walk PDU, max-repetitions); zero fields: defaults.
+	SNMP SNMPTuning `json:"snmp,omitzero"`
 }
 
 func (BrandUpserted) EventType() string { return TypeBrandUpserted }
@@ -92,6 +97,9 @@ func IndexSchemes() []string { return []string{IndexSchemePonONU, IndexSchemeFib
 func (b BrandUpserted) Validate() error {
 	if b.ID == "" {
 		return errors.New("id is required")
+	}
+	if err := b.SNMP.Validate(); err != nil {
+		return fmt.Errorf("snmp: %w", err)
 	}
 	for _, s := range IndexSchemes() {
 		if b.IndexScheme == s {
@@ -112,9 +120,30 @@ type OIDUpserted struct {
 	OID     string  `json:"oid"`
 	Field   string  `json:"field"`
 	Decoder Decoder `json:"decoder"`
+	// IndexSuffix are the arcs a get appends to an ONU's row index to read
+	// this column when its table is indexed below the ONU (ZTE's optical
+	// table: <pon>.<onu>.1, suffix "1"); empty for the ONU tables. See
+	// ValidIndexSuffix.
+	IndexSuffix string `json:"index_suffix,omitempty"`
 }
 
 func (OIDUpserted) EventType() string { return TypeOIDUpserted }
+
+// BrandDeleted removes a brand (the API refuses it while an OID, OLT or
+// job uses it).
+type BrandDeleted struct {
+	ID string `json:"id"`
+}
+
+func (BrandDeleted) EventType() string { return TypeBrandDeleted }
+
+// OIDDeleted removes an OID definition (the API refuses it while a job
+// uses it).
+type OIDDeleted struct {
+	ID string `json:"id"`
+}
+
+func (OIDDeleted) EventType() string { return TypeOIDDeleted }
 
 // OLTUpserted creates or changes an OLT. The SNMP community travels only
 // sealed (see pkg/secret); no event carries it in plaintext.
@@ -127,6 +156,8 @@ type OLTUpserted struct {
 	CommunityEnc string `json:"community_enc"`
 	Enabled      bool   `json:"enabled"`
 	Description  string `json:"description,omitempty"`
+	// SNMP overrides the brand's tuning for this OLT (non-zero fields).
+	SNMP SNMPTuning `json:"snmp,omitzero"`
 }
 
 func (OLTUpserted) EventType() string { return TypeOLTUpserted }

@@ -17,6 +17,7 @@ const (
 	EnvReplicas       = "FACHO_STREAM_REPLICAS"
 	EnvStorage        = "FACHO_STREAM_STORAGE"
 	EnvLeaseTTL       = "FACHO_LEASE_TTL"
+	EnvPollersTTL     = "FACHO_POLLERS_TTL"
 	EnvPollerAckWait  = "FACHO_POLLER_ACK_WAIT"
 	EnvVarbindsMaxAge = "FACHO_VARBINDS_MAX_AGE"
 	EnvScheduleMaxAge = "FACHO_SCHEDULE_MAX_AGE"
@@ -51,6 +52,7 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		dst *time.Duration
 	}{
 		{EnvLeaseTTL, &o.LeaseTTL},
+		{EnvPollersTTL, &o.PollersTTL},
 		{EnvPollerAckWait, &o.PollerAckWait},
 		{EnvVarbindsMaxAge, &o.VarbindsMaxAge},
 		{EnvScheduleMaxAge, &o.ScheduleMaxAge},
@@ -73,6 +75,9 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", EnvMaxBytes, err))
 		}
 		o.MaxBytes = n
+	}
+	if err := limitsFromEnv(getenv, &o); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return o, err

@@ -26,6 +26,7 @@ func TestOptionsFromEnv(t *testing.T) {
 		"bad duration":   {map[string]string{EnvLeaseTTL: "soon"}, false, nil},
 		"negative":       {map[string]string{EnvPollerAckWait: "-5s"}, false, nil},
 		"lease too tiny": {map[string]string{EnvLeaseTTL: "10ms"}, false, nil},
+		"pollers ttl":    {map[string]string{EnvPollersTTL: "1s"}, false, nil},
 		"max bytes":      {map[string]string{EnvMaxBytes: "256MiB"}, true, func(o Options) bool { return o.MaxBytes == 256<<20 }},
 		"max bytes raw":  {map[string]string{EnvMaxBytes: "2097152"}, true, func(o Options) bool { return o.MaxBytes == 2<<20 }},
 		"max bytes 0":    {map[string]string{EnvMaxBytes: "0"}, true, func(o Options) bool { return o.MaxBytes == 0 }},

@@ -16,11 +16,15 @@ type Options struct {
 	// LeaseTTL is how long an OLT lease outlives a holder that stopped
 	// renewing it.
 	LeaseTTL time.Duration
+	// PollersTTL is how long a poller process that stopped publishing its
+	// state stays in BucketPollers (GET /api/v1/pollers/).
+	PollersTTL time.Duration
 	// VarbindsMaxAge bounds the raw varbind stream (replay window).
 	VarbindsMaxAge time.Duration
 	// ScheduleMaxAge bounds the NodeDue stream.
 	ScheduleMaxAge time.Duration
-	// EventsMaxAge bounds the execution, ONU, audit and dead-letter streams.
+	// EventsMaxAge bounds the execution, ONU, audit, notification and
+	// dead-letter streams.
 	EventsMaxAge time.Duration
 	// Storage is file (default) or memory.
 	Storage jetstream.StorageType
@@ -31,6 +35,12 @@ type Options struct {
 	// messages are discarded first); 0 means no cap, only the max ages.
 	// facho dev sets one so the local disk stays bounded.
 	MaxBytes int64
+	// Compression is every stream's store compression: s2 (the default
+	// with file storage) or none; see limits.go.
+	Compression string
+	// Streams overrides the limits of single streams by name (the
+	// <STREAM>_MAX_AGE, _MAX_BYTES and _COMPRESSION variables).
+	Streams map[string]StreamLimits
 }
 
 // WithDefaults fills zero fields.
@@ -40,6 +50,9 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.LeaseTTL == 0 {
 		o.LeaseTTL = 30 * time.Second
+	}
+	if o.PollersTTL == 0 {
+		o.PollersTTL = 15 * time.Second
 	}
 	if o.VarbindsMaxAge == 0 {
 		o.VarbindsMaxAge = 7 * 24 * time.Hour
@@ -65,12 +78,16 @@ func (o Options) Validate() error {
 	if o.LeaseTTL < time.Second {
 		errs = append(errs, fmt.Errorf("lease ttl %s: want at least 1s", o.LeaseTTL))
 	}
+	if o.PollersTTL < 3*time.Second {
+		errs = append(errs, fmt.Errorf("pollers ttl %s: want at least 3s", o.PollersTTL))
+	}
 	if o.PollerAckWait < time.Second {
 		errs = append(errs, fmt.Errorf("poller ack wait %s: want at least 1s", o.PollerAckWait))
 	}
 	if o.MaxBytes < 0 || (o.MaxBytes > 0 && o.MaxBytes < 1<<20) {
 		errs = append(errs, fmt.Errorf("stream max bytes %d: want 0 (no cap) or at least 1 MiB", o.MaxBytes))
 	}
+	errs = append(errs, o.validateLimits())
 	return errors.Join(errs...)
 }
 
@@ -100,7 +117,7 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 			MaxBytes:    o.streamMaxBytes(name),
 		}
 	}
-	return []jetstream.StreamConfig{
+	return o.withLimits([]jetstream.StreamConfig{
 		mk(StreamConfig, SubjectsConfig, "configuration events: brands, OIDs, OLTs, jobs, assignments (kept forever)", 0),
 		mk(StreamSchedule, SubjectsSchedule, "NodeDue: planner says a job is due on an OLT", o.ScheduleMaxAge),
 		mk(StreamExec, SubjectsExec, "execution lifecycle: started, succeeded, failed, skipped", o.EventsMaxAge),
@@ -108,7 +125,8 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 		mk(StreamONU, SubjectsONU, "ONU-change events for integrators", o.EventsMaxAge),
 		mk(StreamAudit, SubjectsAudit, "audit events: coordinator decisions", o.EventsMaxAge),
 		mk(StreamDLQ, SubjectsDLQ, "dead letters: messages a consumer could not process, with the reason", o.EventsMaxAge),
-	}
+		mk(StreamNotify, SubjectsNotify, "notifications: quota violations, disabled OLTs, repeated failures (also sent to webhooks)", o.EventsMaxAge),
+	})
 }
 
 // Delivery bounds. No consumer redelivers a message without bound, and
@@ -183,6 +201,13 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", 30*time.Second, 10)),
 		// Dead-lettered varbind batches: their execution is not SUCCESS.
 		ordered(mk(StreamDLQ, ConsumerProjectorDLQ, SubjectDLQ(ConsumerProjectorVarbinds), "projector: executions whose varbind batches were dead-lettered", 30*time.Second, 10)),
+		// The auditor's hourly quota trackers and violations.
+		ordered(mk(StreamSchedule, ConsumerAuditorSchedule, SubjectsNodeDue, "auditor: quota trackers (what is due in each hour)", 30*time.Second, 10)),
+		ordered(mk(StreamExec, ConsumerAuditorQuotaExec, SubjectsExec, "auditor: quota trackers (what each execution came to), failure streaks", 30*time.Second, 10)),
+		ordered(mk(StreamConfig, ConsumerAuditorConfig, SubjectsConfigOLT, "auditor: quotas of OLTs disabled or deleted mid-hour are INTERRUPTED", 30*time.Second, 10)),
+		ordered(mk(StreamAudit, ConsumerAuditorQuotaAudit, SubjectsAudit, "auditor: OLT_DISABLED interrupts quotas and is notified", 30*time.Second, 10)),
+		ordered(mk(StreamNotify, ConsumerAuditorNotify, SubjectsNotifyQuotaViolation, "auditor: quota_violations", 30*time.Second, 10)),
+		ordered(mk(StreamNotify, ConsumerAuditorNotifyLog, SubjectsNotifyQuotaViolation, "auditor: QUOTA_VIOLATION coordinator logs", 30*time.Second, 10)),
 	}
 }
 
@@ -236,6 +261,12 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 	}
 	if err != nil {
 		return fmt.Errorf("provision kv %s: %w", BucketLeases, err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, PollersBucketConfig(o)); err != nil {
+		return fmt.Errorf("provision kv %s: %w", BucketPollers, err)
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, OLTSNMPBucketConfig(o)); err != nil {
+		return fmt.Errorf("provision kv %s: %w", BucketOLTSNMP, err)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func TestProvisionIdempotentAndUpdates(t *testing.T) {
 		}
 	}
 	// A changed option is applied by the next provisioning.
-	if err := Provision(ctx, js, Options{VarbindsMaxAge: time.Hour, LeaseTTL: 5 * time.Second}); err != nil {
+	if err := Provision(ctx, js, Options{VarbindsMaxAge: time.Hour, LeaseTTL: 5 * time.Second, PollersTTL: 7 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := js.Stream(ctx, StreamVarbinds)
@@ -74,6 +74,13 @@ func TestProvisionIdempotentAndUpdates(t *testing.T) {
 	}
 	if st.TTL() != 5*time.Second {
 		t.Errorf("lease ttl = %s after update", st.TTL())
+	}
+	pkv, err := js.KeyValue(ctx, BucketPollers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pst, err := pkv.Status(ctx); err != nil || pst.TTL() != 7*time.Second {
+		t.Errorf("pollers bucket: %v, ttl after update want 7s", err)
 	}
 }
 

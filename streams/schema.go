@@ -59,6 +59,7 @@ func RenderCatalogue() []byte {
 		}
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", sc.Name, strings.Join(sc.Subjects, "`, `"), age, sc.Description)
 	}
+	b.WriteString("\nThe ages above are the defaults. Each stream's limits can be set on their own with variables named after it: `<STREAM>_MAX_AGE`, `<STREAM>_MAX_BYTES`, `<STREAM>_COMPRESSION` (e.g. `FACHO_ONU_MAX_AGE=8760h`), over the group defaults `FACHO_VARBINDS_MAX_AGE`, `FACHO_SCHEDULE_MAX_AGE`, `FACHO_EVENTS_MAX_AGE`, `FACHO_STREAM_MAX_BYTES` and `FACHO_STREAM_COMPRESSION`. Streams on file storage are S2-compressed unless `none` is asked for. A read model can only be rebuilt from what its streams still hold (`facho rebuild`): keep raw varbinds and ONU changes as long as the history you want to rebuild.\n")
 	b.WriteString("\n## Durable consumers\n\n")
 	b.WriteString("No consumer redelivers a message without bound: every message ends acknowledged or in `facho.dlq.<consumer>`. ")
 	b.WriteString("The router consumers (projector, auditor) dead-letter a message whose handling failed on ")
@@ -78,6 +79,12 @@ func RenderCatalogue() []byte {
 	}
 	kv := LeaseBucketConfig(Options{})
 	fmt.Fprintf(&b, "\n## KV buckets\n\n| bucket | history | ttl | what |\n| --- | --- | --- | --- |\n| %s | %d | %s | %s; key `olt.<olt_id>`, renewed by compare-and-swap on the revision, which is the fencing token carried as `lease_revision`; a release is a delete, an expiry by TTL leaves a limit marker (LimitMarkerTTL) from which every poller publishes `execution.interrupted` for the attempt that held it |\n", kv.Bucket, kv.History, kv.TTL, kv.Description)
+	pk := PollersBucketConfig(Options{})
+	fmt.Fprintf(&b, "| %s | %d | %s (`%s`) | %s; key `<poller_id of the process>`, value `PollerProcess` JSON ([%s](schemas/%s)) rewritten every few seconds and deleted on a clean stop, so a killed process disappears within the TTL; written by the poller, read by the api (GET /api/v1/pollers/, GET /api/v1/pollers/stats/) |\n",
+		pk.Bucket, pk.History, pk.TTL, EnvPollersTTL, pk.Description, PollersSchemaFile, PollersSchemaFile)
+	ok := OLTSNMPBucketConfig(Options{})
+	fmt.Fprintf(&b, "| %s | %d | none | %s: `ONUSet` JSON `{\"seq\", \"stream_created\", \"pons\": {\"<pon_index>\": [onu ids]}, \"updated_at\"}` folded from `facho.onu.<olt_id>.discovered` up to FACHO_ONU sequence `seq` (it outlives the stream's retention); `GetSizes` JSON `{\"varbinds\", \"updated_at\"}`, the GET PDU size that worked, where the OLT's next get starts. Written and read by the pollers (any replica), one get per OLT at a time under its lease |\n",
+		ok.Bucket, ok.History, ok.Description)
 	b.WriteString("\n## Events\n\n| type | version | subject | stream | published by | consumed by | schema |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	specs := Catalogue()
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].Stream < specs[j].Stream })

@@ -12,9 +12,9 @@ import (
 // does not know.
 func SubjectPattern(eventType string) (pattern string, ok bool) {
 	switch eventType {
-	case TypeBrandUpserted:
+	case TypeBrandUpserted, TypeBrandDeleted:
 		return "facho.config.brand.{id}", true
-	case TypeOIDUpserted:
+	case TypeOIDUpserted, TypeOIDDeleted:
 		return "facho.config.oid.{id}", true
 	case TypeOLTUpserted, TypeOLTDeleted:
 		return "facho.config.olt.{id}", true
@@ -42,6 +42,8 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 		return "facho.audit.*", true
 	case TypeDeadLetter:
 		return "facho.dlq.{consumer}", true
+	case TypeNotification:
+		return "facho.notify.{kind}.*", true
 	}
 	return "", false
 }
@@ -53,6 +55,7 @@ type subjectFields struct {
 	OLTID    string `json:"olt_id"`
 	Change   string `json:"change"`
 	Consumer string `json:"consumer"`
+	Kind     string `json:"kind"`
 }
 
 func (f subjectFields) get(name string) (string, bool) {
@@ -67,6 +70,8 @@ func (f subjectFields) get(name string) (string, bool) {
 		return f.Change, true
 	case "consumer":
 		return f.Consumer, true
+	case "kind":
+		return f.Kind, true
 	}
 	return "", false
 }

@@ -13,7 +13,11 @@ func subjectOf(t *testing.T, ev Event) string {
 	switch e := ev.(type) {
 	case BrandUpserted:
 		return SubjectBrand(e.ID)
+	case BrandDeleted:
+		return SubjectBrand(e.ID)
 	case OIDUpserted:
+		return SubjectOID(e.ID)
+	case OIDDeleted:
 		return SubjectOID(e.ID)
 	case OLTUpserted:
 		return SubjectOLT(e.ID)
@@ -47,6 +51,8 @@ func subjectOf(t *testing.T, ev Event) string {
 		return SubjectAudit("planner")
 	case DeadLetter:
 		return SubjectDLQ(e.Consumer)
+	case Notification:
+		return SubjectNotify(e.Kind, e.OLTID)
 	}
 	t.Fatalf("no subject for %T", ev)
 	return ""

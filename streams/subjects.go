@@ -51,6 +51,17 @@ const (
 // BucketLeases is the KV bucket holding one lease per OLT.
 const BucketLeases = "facho_leases"
 
+// BucketOLTSNMP is the KV bucket of what pollers learned about each OLT,
+// shared by every poller replica: key "onus.<olt_id>" holds the OLT's
+// discovered ONU instances (ONUSet, folded from facho.onu.<olt_id>.discovered)
+// and "get.<olt_id>" the GET batch size that worked (GetSizes), so the next
+// run, on any replica, starts from it.
+const BucketOLTSNMP = "facho_olt_snmp"
+
+// KV keys of BucketOLTSNMP.
+func KeyONUSet(oltID string) string   { return "onus." + oltID }
+func KeyGetSizes(oltID string) string { return "get." + oltID }
+
 // tokenRE is what an id must look like to be used as one subject token.
 var tokenRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -28,6 +29,8 @@ type OIDSpec struct {
 	OID     string  `json:"oid"`
 	Field   string  `json:"field"`
 	Decoder Decoder `json:"decoder"`
+	// IndexSuffix: see OIDUpserted.IndexSuffix.
+	IndexSuffix string `json:"index_suffix,omitempty"`
 }
 
 // Target is where and how to reach an OLT.
@@ -56,6 +59,9 @@ type NodeDue struct {
 	RetryDelaySeconds int       `json:"retry_delay_seconds"`
 	ScheduledAt       time.Time `json:"scheduled_at"`
 	DelaySeconds      float64   `json:"delay_seconds"`
+	// SNMP is the OLT's tuning over its brand's (SNMPTuning.Over); zero
+	// fields take the poller's defaults.
+	SNMP SNMPTuning `json:"snmp,omitzero"`
 }
 
 func (NodeDue) EventType() string { return TypeNodeDue }
@@ -69,6 +75,14 @@ func (n NodeDue) Validate() error {
 		return errors.New("target host and port are required")
 	case len(n.OIDs) == 0:
 		return errors.New("no oids")
+	}
+	if err := n.SNMP.Validate(); err != nil {
+		return fmt.Errorf("snmp: %w", err)
+	}
+	for _, o := range n.OIDs {
+		if err := ValidIndexSuffix(o.IndexSuffix); err != nil {
+			return fmt.Errorf("oid %s: %w", o.ID, err)
+		}
 	}
 	return nil
 }
@@ -99,6 +113,15 @@ type ExecutionSucceeded struct {
 	DurationMS    int64     `json:"duration_ms"`
 	Varbinds      int       `json:"varbinds"`
 	Batches       int       `json:"batches"`
+	// Of a get: ONUs is how many ONUs it read (the OLT's discovered set);
+	// FailedONUs and FailedVarbinds count what it could not read even one
+	// OID per PDU (progressive subdivision), ONUFailures lists the first
+	// MaxONUFailuresListed of those ONUs. Never dropped silently: each is
+	// also in a coordinator log (audit ONU_READ_FAILED).
+	ONUs           int          `json:"onus,omitempty"`
+	FailedONUs     int          `json:"failed_onus,omitempty"`
+	FailedVarbinds int          `json:"failed_varbinds,omitempty"`
+	ONUFailures    []ONUFailure `json:"onu_failures,omitempty"`
 }
 
 func (ExecutionSucceeded) EventType() string { return TypeExecutionSucceeded }
@@ -262,6 +285,9 @@ const (
 	AuditExecInterrupted = "EXECUTION_INTERRUPTED"
 	AuditConfigChanged   = "CONFIG_CHANGED"
 	AuditNodeDue         = "NODE_DUE"
+	// AuditONUReadFailed: a get could not read some OIDs of some ONUs
+	// (ExecutionSucceeded.ONUFailures).
+	AuditONUReadFailed = "ONU_READ_FAILED"
 )
 
 // Audit levels.

@@ -116,6 +116,9 @@ func TestForgedPublishIsRefused(t *testing.T) {
 		{natsauth.Auditor, "facho.dlq.projector-varbinds", streams.StreamDLQ},
 		{natsauth.Observer, "facho.config.olt.olt-1", streams.StreamConfig},
 		{natsauth.API, "$KV.facho_leases.olt.olt-1", "KV_" + streams.BucketLeases},
+		// The API reads the poller states, only pollers write them.
+		{natsauth.API, "$KV.facho_pollers.p1", "KV_" + streams.BucketPollers},
+		{natsauth.Projector, "$KV.facho_pollers.p1", "KV_" + streams.BucketPollers},
 	} {
 		t.Run(tc.identity+" "+tc.subject, func(t *testing.T) {
 			v := make(violations, 16)

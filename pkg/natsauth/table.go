@@ -42,6 +42,8 @@ type Identity struct {
 	ReadMsgs []string
 	// Buckets lists the KV buckets it reads and writes.
 	Buckets []string
+	// ReadBuckets lists the KV buckets it only reads (get, list, watch).
+	ReadBuckets []string
 	// Admin: everything, including provisioning, delete and purge.
 	Admin bool
 	// SubscribeEvents lets it subscribe to the event subjects themselves
@@ -65,9 +67,10 @@ func Table() []Identity {
 			Description: "runs the SNMP work under per-OLT leases",
 			Publish:     []string{streams.SubjectsVarbinds, streams.SubjectsExec, streams.SubjectsAudit},
 			Consumers:   []string{streams.ConsumerPoller},
-			Ordered:     []string{streams.StreamExec},
-			ReadMsgs:    []string{streams.StreamExec},
-			Buckets:     []string{streams.BucketLeases},
+			// FACHO_ONU: the discovered ONUs a get reads (getonus.go).
+			Ordered:  []string{streams.StreamExec, streams.StreamONU},
+			ReadMsgs: []string{streams.StreamExec},
+			Buckets:  []string{streams.BucketLeases, streams.BucketPollers, streams.BucketOLTSNMP},
 		},
 		{
 			Name:        Projector,
@@ -81,14 +84,20 @@ func Table() []Identity {
 		},
 		{
 			Name:        Auditor,
-			Description: "writes coordinator logs",
-			Consumers:   []string{streams.ConsumerAuditorExec, streams.ConsumerAuditorAudit},
+			Description: "writes coordinator logs, quota trackers and violations; sends notifications",
+			Publish:     []string{streams.SubjectsNotify},
+			Consumers: []string{streams.ConsumerAuditorExec, streams.ConsumerAuditorAudit,
+				streams.ConsumerAuditorSchedule, streams.ConsumerAuditorQuotaExec, streams.ConsumerAuditorConfig,
+				streams.ConsumerAuditorQuotaAudit, streams.ConsumerAuditorNotify, streams.ConsumerAuditorNotifyLog},
 		},
 		{
 			Name:        API,
-			Description: "turns configuration into events",
+			Description: "turns configuration into events; serves the live event stream (SSE)",
 			Publish:     []string{streams.SubjectsConfig, streams.SubjectsAudit},
+			// GET /api/v1/events/stream follows these with ordered consumers.
+			Ordered:     []string{streams.StreamONU, streams.StreamExec, streams.StreamNotify},
 			ReadMsgs:    []string{streams.StreamConfig},
+			ReadBuckets: []string{streams.BucketPollers},
 		},
 		{
 			Name:            Observer,
@@ -239,6 +248,10 @@ func (id Identity) Permissions() (Permissions, error) {
 		pub("$KV." + b + ".>")
 		readMsgs(kvStream(b))
 		ordered(kvStream(b)) // watchers and key listings
+	}
+	for _, b := range id.ReadBuckets {
+		readMsgs(kvStream(b))
+		ordered(kvStream(b))
 	}
 	deny(deniedToServices()...)
 	// Durable consumers are the provisioner's: nobody else creates,

@@ -17,9 +17,55 @@ const prefix = "v1:"
 // EnvKey is the environment variable holding the base64 32-byte key.
 const EnvKey = "FACHO_SECRET_KEY"
 
-// Box seals and opens secrets with one key.
+// EnvOldKeys holds, during a key rotation, the previous keys
+// (comma-separated base64): values sealed with them still open, new ones
+// are sealed with FACHO_SECRET_KEY (see `facho keys rotate`).
+const EnvOldKeys = "FACHO_SECRET_KEY_OLD"
+
+// Box seals with one key and opens with it or, during a rotation, with
+// older keys.
 type Box struct {
 	aead cipher.AEAD
+	old  []cipher.AEAD
+}
+
+// WithOldKeys returns a Box sealing with b's key that also opens values
+// sealed with the old keys.
+func (b *Box) WithOldKeys(old ...[]byte) (*Box, error) {
+	out := &Box{aead: b.aead, old: append([]cipher.AEAD(nil), b.old...)}
+	for _, k := range old {
+		o, err := NewBox(k)
+		if err != nil {
+			return nil, fmt.Errorf("old %w", err)
+		}
+		out.old = append(out.old, o.aead)
+	}
+	return out, nil
+}
+
+// BoxFromEnv builds the Box of FACHO_SECRET_KEY and FACHO_SECRET_KEY_OLD.
+// Its errors never quote a key.
+func BoxFromEnv(getenv func(string) string) (*Box, error) {
+	key, err := ParseKey(getenv(EnvKey))
+	if err != nil {
+		return nil, err
+	}
+	box, err := NewBox(key)
+	if err != nil {
+		return nil, err
+	}
+	var old [][]byte
+	for i, s := range strings.Split(getenv(EnvOldKeys), ",") {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		k, err := ParseKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s key %d: %w", EnvOldKeys, i+1, err)
+		}
+		old = append(old, k)
+	}
+	return box.WithOldKeys(old...)
 }
 
 // NewBox builds a Box from a 32-byte key.
@@ -88,8 +134,36 @@ func (b *Box) Open(sealed string) (string, error) {
 		return "", errors.New("open secret: too short")
 	}
 	pt, err := b.aead.Open(nil, raw[:ns], raw[ns:], nil)
+	for _, o := range b.old {
+		if err == nil {
+			break
+		}
+		pt, err = o.Open(nil, raw[:ns], raw[ns:], nil)
+	}
 	if err != nil {
 		return "", errors.New("open secret: wrong key or corrupted value")
 	}
 	return string(pt), nil
+}
+
+// SealedWithCurrent reports whether sealed opens with the current key
+// (false: an old key's, or not openable).
+func (b *Box) SealedWithCurrent(sealed string) bool {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(sealed, prefix))
+	if !strings.HasPrefix(sealed, prefix) || err != nil || len(raw) < b.aead.NonceSize() {
+		return false
+	}
+	ns := b.aead.NonceSize()
+	_, err = b.aead.Open(nil, raw[:ns], raw[ns:], nil)
+	return err == nil
+}
+
+// Reseal opens sealed (with any key of b) and seals it again with the
+// current key.
+func (b *Box) Reseal(sealed string) (string, error) {
+	pt, err := b.Open(sealed)
+	if err != nil {
+		return "", err
+	}
+	return b.Seal(pt)
 }

@@ -53,3 +53,39 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+func TestRotation(t *testing.T) {
+	oldText, _ := NewKey()
+	newText, _ := NewKey()
+	oldKey, _ := ParseKey(oldText)
+	oldBox, _ := NewBox(oldKey)
+	sealedOld, err := oldBox.Seal("s3cret-community")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{EnvKey: newText, EnvOldKeys: " , " + oldText}
+	box, err := BoxFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if box.SealedWithCurrent(sealedOld) {
+		t.Error("an old value reported sealed with the current key")
+	}
+	if pt, err := box.Open(sealedOld); err != nil || pt != "s3cret-community" {
+		t.Fatalf("open old value: %q %v", pt, err)
+	}
+	resealed, err := box.Reseal(sealedOld)
+	if err != nil || !box.SealedWithCurrent(resealed) {
+		t.Fatalf("reseal: %v", err)
+	}
+	if _, err := oldBox.Open(resealed); err == nil {
+		t.Error("the old key opens a resealed value")
+	}
+	newOnly, _ := BoxFromEnv(func(k string) string { return map[string]string{EnvKey: newText}[k] })
+	if _, err := newOnly.Open(sealedOld); err == nil {
+		t.Error("the new key alone opens an old value")
+	}
+	if _, err := BoxFromEnv(func(k string) string { return map[string]string{EnvKey: newText, EnvOldKeys: "bad"}[k] }); err == nil || strings.Contains(err.Error(), newText) {
+		t.Errorf("bad old key: %v", err)
+	}
+}

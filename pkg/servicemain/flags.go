@@ -128,11 +128,10 @@ func (b Binary) validate(c Common, env *Env) (checked, error) {
 		errs = append(errs, err)
 	}
 	if b.SecretKey {
-		// ParseKey's errors never quote the key.
-		key, err := secret.ParseKey(env.getenv(secret.EnvKey))
-		if err == nil {
-			out.box, err = secret.NewBox(key)
-		}
+		// FACHO_SECRET_KEY, plus FACHO_SECRET_KEY_OLD during a rotation;
+		// the errors never quote a key.
+		var err error
+		out.box, err = secret.BoxFromEnv(env.getenv)
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -1,13 +1,19 @@
 // Package api is Facho's HTTP JSON API for people and integrations:
 // configuration resources that become events on FACHO_CONFIG (validated,
 // published, answered at once: never blocked on SNMP work) and queries
-// over the Postgres read models. Every /api/ route needs a bearer token.
+// over the Postgres read models, and the operators' console (package
+// console, served at /). Every /api/ route needs a bearer token (a user's
+// API token or one of FACHO_API_TOKENS, which act as an admin) or a console
+// session; each route needs a role (package auth). The routes and their
+// OpenAPI description live side by side (routes in api.go, their
+// documentation in openapi.go's routeDocs).
 package api
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net"
 	"net/http"
 	"time"
@@ -20,6 +26,7 @@ import (
 
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/services/api/auth"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -48,6 +55,13 @@ type server struct {
 	// health checks of /healthz: they answer "database unavailable" and
 	// "nats unavailable", the detail goes to the log.
 	dbCheck, natsCheck func(context.Context) error
+	// users are the people of the console and the API.
+	users *auth.Store
+	// mux records every pattern registered (the OpenAPI and security
+	// tests walk them); roles holds the role each one needs ("" public).
+	mux      *recordingMux
+	roles    map[string]auth.Role
+	docsTmpl *template.Template
 }
 
 // Run serves the API on cfg.Addr until ctx is cancelled, then shuts down
@@ -64,12 +78,17 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 // NewHandler builds the API's handler (Run serves it; tests use it with
 // httptest).
 func NewHandler(ctx context.Context, cfg Config, deps Deps) (http.Handler, error) {
+	_, h, err := newServer(ctx, cfg, deps)
+	return h, err
+}
+
+func newServer(ctx context.Context, cfg Config, deps Deps) (*server, http.Handler, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("api config: %w", err)
+		return nil, nil, fmt.Errorf("api config: %w", err)
 	}
 	if deps.JS == nil || deps.DB == nil || deps.Box == nil {
-		return nil, errors.New("api: JetStream, database and secret box are required")
+		return nil, nil, errors.New("api: JetStream, database and secret box are required")
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
@@ -84,15 +103,21 @@ func NewHandler(ctx context.Context, cfg Config, deps Deps) (http.Handler, error
 	}
 	m, err := newMetrics(deps.Registry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, cfg.PublishTimeout)
 	defer cancel()
 	stream, err := deps.JS.Stream(sctx, streams.StreamConfig)
 	if err != nil {
-		return nil, fmt.Errorf("api: open stream %s: %w", streams.StreamConfig, err)
+		return nil, nil, fmt.Errorf("api: open stream %s: %w", streams.StreamConfig, err)
 	}
-	s := &server{cfg: cfg, deps: deps, config: stream, m: m}
+	s := &server{cfg: cfg, deps: deps, config: stream, m: m, users: &auth.Store{DB: deps.DB, Now: deps.Now}}
+	if err := s.registerPollerMetrics(); err != nil {
+		return nil, nil, err
+	}
+	if s.docsTmpl, err = template.New("docs").Parse(apiDocsHTML); err != nil {
+		return nil, nil, fmt.Errorf("api docs template: %w", err)
+	}
 	s.dbCheck = telemetry.PublicCheck(deps.Log, "postgres", "database unavailable", deps.DB.Ping)
 	s.natsCheck = telemetry.PublicCheck(deps.Log, "nats", "nats unavailable", func(context.Context) error {
 		nc := deps.JS.Conn()
@@ -104,40 +129,114 @@ func NewHandler(ctx context.Context, cfg Config, deps Deps) (http.Handler, error
 		}
 		return nil
 	})
-	return s.routes(), nil
+	h, err := s.routes()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, h, nil
 }
 
-func (s *server) routes() http.Handler {
-	mux := http.NewServeMux()
+func (s *server) routes() (http.Handler, error) {
+	mux := &recordingMux{ServeMux: http.NewServeMux()}
+	s.mux, s.roles = mux, map[string]auth.Role{}
+	// api registers a JSON route: authenticated (bearer token or console
+	// session), authorized by the role its entry in routeDocs names (by
+	// default GET needs a viewer, anything else an admin). Every route
+	// needs an entry in routeDocs (openapi.go): the OpenAPI test fails
+	// without one.
 	api := func(pattern string, h func(http.ResponseWriter, *http.Request) *apiError) {
-		mux.Handle(pattern, s.instrument(s.authenticate(s.handle(h))))
+		s.roles[pattern] = routeRole(pattern)
+		mux.Handle(pattern, s.instrument(s.authenticate(s.authorize(pattern, s.handle(h)))))
 	}
-	api("POST /api/v1/brands", s.createBrand)
-	api("POST /api/v1/oids", s.createOID)
-	api("POST /api/v1/olts", s.createOLT)
-	api("PUT /api/v1/olts/{id}", s.updateOLT)
-	api("DELETE /api/v1/olts/{id}", s.deleteOLT)
-	api("POST /api/v1/jobs", s.createJob)
-	api("PUT /api/v1/jobs/{id}", s.updateJob)
-	api("DELETE /api/v1/jobs/{id}", s.deleteJob)
-	api("POST /api/v1/jobs/{id}/olts", s.assign)
-	api("DELETE /api/v1/jobs/{id}/olts/{olt_id}", s.unassign)
-	api("GET /api/v1/olts", s.listOLTs)
-	api("GET /api/v1/olts/{id}/onus", s.listONUs)
-	api("GET /api/v1/executions", s.listExecutions)
+	api("GET /api/v1/me", s.me)
+	api("GET /api/v1/openapi.json", s.openAPI)
+
 	api("GET /api/v1/brands", s.listBrands)
+	api("POST /api/v1/brands", s.createBrand)
+	api("GET /api/v1/brands/{id}", s.getBrand)
+	api("PUT /api/v1/brands/{id}", s.updateBrand)
+	api("PATCH /api/v1/brands/{id}", s.updateBrand)
+	api("DELETE /api/v1/brands/{id}", s.deleteBrand)
+
 	api("GET /api/v1/oids", s.listOIDs)
+	api("POST /api/v1/oids", s.createOID)
+	api("GET /api/v1/oids/{id}", s.getOID)
+	api("PUT /api/v1/oids/{id}", s.updateOID)
+	api("PATCH /api/v1/oids/{id}", s.updateOID)
+	api("DELETE /api/v1/oids/{id}", s.deleteOID)
+
+	api("GET /api/v1/olts", s.listOLTs)
+	api("POST /api/v1/olts", s.createOLT)
+	api("GET /api/v1/olts/{id}", s.getOLT)
+	api("PUT /api/v1/olts/{id}", s.updateOLT)
+	api("PATCH /api/v1/olts/{id}", s.updateOLT)
+	api("DELETE /api/v1/olts/{id}", s.deleteOLT)
+	api("POST /api/v1/olts/{id}/enable", s.enableOLT)
+	api("POST /api/v1/olts/{id}/disable", s.enableOLT)
+	api("GET /api/v1/olts/{id}/onus", s.listONUs)
+
 	api("GET /api/v1/jobs", s.listJobs)
+	api("POST /api/v1/jobs", s.createJob)
+	api("GET /api/v1/jobs/{id}", s.getJob)
+	api("PUT /api/v1/jobs/{id}", s.updateJob)
+	api("PATCH /api/v1/jobs/{id}", s.updateJob)
+	api("DELETE /api/v1/jobs/{id}", s.deleteJob)
+	api("POST /api/v1/jobs/{id}/enable", s.enableJob)
+	api("POST /api/v1/jobs/{id}/disable", s.enableJob)
+	api("GET /api/v1/jobs/{id}/olts", s.listJobAssignments)
+	api("POST /api/v1/jobs/{id}/olts", s.assign)
+	api("GET /api/v1/jobs/{id}/olts/{olt_id}", s.getAssignment)
+	api("PUT /api/v1/jobs/{id}/olts/{olt_id}", s.updateAssignment)
+	api("PATCH /api/v1/jobs/{id}/olts/{olt_id}", s.updateAssignment)
+	api("DELETE /api/v1/jobs/{id}/olts/{olt_id}", s.unassign)
+	api("POST /api/v1/jobs/{id}/olts/{olt_id}/enable", s.enableAssignment)
+	api("POST /api/v1/jobs/{id}/olts/{olt_id}/disable", s.enableAssignment)
+	api("GET /api/v1/assignments", s.listAssignments)
+
+	api("GET /api/v1/executions", s.listExecutions)
+	api("GET /api/v1/executions/{id}", s.getExecution)
 	api("GET /api/v1/coordinator-logs", s.listCoordinatorLogs)
+	api("GET /api/v1/events/stream", s.streamEvents)
+	api("GET /api/v1/quotas", s.listQuotas)
+	api("GET /api/v1/violations", s.listViolations)
+	api("GET /api/v1/violations/{id}", s.getViolation)
+	api("GET /api/v1/webhooks", s.listWebhooks)
+	api("POST /api/v1/webhooks", s.createWebhook)
+	api("GET /api/v1/webhooks/{id}", s.getWebhook)
+	api("PUT /api/v1/webhooks/{id}", s.updateWebhook)
+	api("PATCH /api/v1/webhooks/{id}", s.updateWebhook)
+	api("DELETE /api/v1/webhooks/{id}", s.deleteWebhook)
+	api("GET /api/v1/webhooks/{id}/deliveries", s.listDeliveries)
+	api("GET /api/v1/pollers/{$}", s.listPollers)
+	api("GET /api/v1/pollers/stats/{$}", s.getPollerStats)
+
+	api("GET /api/v1/users", s.listUsers)
+	api("POST /api/v1/users", s.createUser)
+	api("GET /api/v1/users/{id}", s.getUser)
+	api("PATCH /api/v1/users/{id}", s.updateUser)
+	api("DELETE /api/v1/users/{id}", s.deleteUser)
+	api("GET /api/v1/tokens", s.listTokens)
+	api("POST /api/v1/tokens", s.createToken)
+	api("DELETE /api/v1/tokens/{id}", s.revokeToken)
+
 	// Everything else under /api/ is a JSON 404 (after authentication, so
 	// the API's shape is not probed anonymously).
 	api("/api/", func(http.ResponseWriter, *http.Request) *apiError { return notFound("no such resource") })
 
+	s.roles["GET /api/docs"] = auth.Viewer
+	mux.Handle("GET /api/docs", s.instrument(s.authenticate(s.authorize("GET /api/docs", http.HandlerFunc(s.apiDocs)))))
+	s.roles["GET /healthz"], s.roles["GET /metrics"] = "", "" // public
 	mux.Handle("GET /healthz", s.instrument(http.HandlerFunc(s.healthz)))
 	if s.deps.Gatherer != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.deps.Gatherer, promhttp.HandlerOpts{}))
 	}
-	return mux
+	// The console: HTML pages at / (package console).
+	if err := s.registerConsole(mux); err != nil {
+		return nil, err
+	}
+	// Cross-origin unsafe requests (a form posted from another site with
+	// the session cookie) are refused before anything else runs.
+	return http.NewCrossOriginProtection().Handler(mux), nil
 }
 
 // handle adapts a handler returning an *apiError.

@@ -10,7 +10,9 @@ import (
 type Config struct {
 	// Addr is where the API listens.
 	Addr string
-	// Tokens are the accepted bearer tokens (Authorization: Bearer <token>).
+	// Tokens are static bearer tokens (Authorization: Bearer <token>) that
+	// act as an admin, for scripts (FACHO_API_TOKENS); optional: users
+	// create their own tokens in the console.
 	Tokens []string
 	// PublishTimeout bounds one publish or lookup on JetStream.
 	PublishTimeout time.Duration
@@ -45,9 +47,6 @@ func (c Config) WithDefaults() Config {
 // Validate checks the config after defaults.
 func (c Config) Validate() error {
 	var errs []error
-	if len(c.Tokens) == 0 {
-		errs = append(errs, errors.New("at least one API token is required"))
-	}
 	for i, t := range c.Tokens {
 		if len(t) < 16 {
 			errs = append(errs, fmt.Errorf("token %d: shorter than 16 characters", i+1)) // never echo a token

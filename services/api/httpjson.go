@@ -31,6 +31,10 @@ func notFound(format string, args ...any) *apiError {
 	return &apiError{Status: http.StatusNotFound, Msg: fmt.Sprintf(format, args...)}
 }
 
+func conflict(format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusConflict, Msg: fmt.Sprintf(format, args...)}
+}
+
 func unavailable(what string) *apiError {
 	return &apiError{Status: http.StatusServiceUnavailable, Msg: what + " unavailable, retry later"}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/facho-olt/facho/streams"
 )
@@ -117,7 +118,7 @@ func (s *server) createJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return err
 	}
-	return s.created(w, r, streams.SubjectJob(ev.ID), ev, "/api/v1/jobs/"+ev.ID, ev)
+	return createNew(s, w, r, streams.SubjectJob(ev.ID), ev, "job "+ev.ID, "/api/v1/jobs/"+ev.ID, ev)
 }
 
 // existingJob reads the path id of a job that must exist.
@@ -141,12 +142,14 @@ func (s *server) updateJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return err
 	}
-	var req jobRequest
-	if err := decodeStrict(r, s.cfg.MaxBodyBytes, &req); err != nil {
+	mr, rd, pr, en := prev.MaxRetries, prev.RetryDelaySeconds, prev.Priority, prev.Enabled
+	req, err := decodeUpdate(s, r, jobRequest{ID: prev.ID, Name: prev.Name, BrandID: prev.BrandID, Kind: prev.Kind, OIDIDs: prev.OIDIDs,
+		IntervalSeconds: prev.IntervalSeconds, MaxRetries: &mr, RetryDelaySeconds: &rd, TimeoutSeconds: prev.TimeoutSeconds, Priority: &pr, Enabled: &en})
+	if err != nil {
 		return err
 	}
-	if req.ID != "" && req.ID != prev.ID {
-		return badField("id", "id in the body differs from the path")
+	if err := sameID(req.ID, prev.ID); err != nil {
+		return err
 	}
 	ev, err := s.jobEvent(r, prev.ID, req)
 	if err != nil {
@@ -202,25 +205,160 @@ func (s *server) assign(w http.ResponseWriter, r *http.Request) *apiError {
 	if req.Enabled != nil {
 		ev.Enabled = *req.Enabled
 	}
-	return s.created(w, r, streams.SubjectAssignment(ev.JobID, ev.OLTID), ev, "/api/v1/jobs/"+ev.JobID+"/olts/"+ev.OLTID, ev)
+	return createNew(s, w, r, streams.SubjectAssignment(ev.JobID, ev.OLTID), ev, "assignment of job "+ev.JobID+" to OLT "+ev.OLTID,
+		"/api/v1/jobs/"+ev.JobID+"/olts/"+ev.OLTID, ev)
 }
 
-func (s *server) unassign(w http.ResponseWriter, r *http.Request) *apiError {
+// existingAssignment reads the path's job and OLT ids of an assignment
+// that must exist (404 for an unknown job too).
+func (s *server) existingAssignment(r *http.Request) (*streams.JobOLTAssigned, *apiError) {
+	if _, err := s.existingJob(r); err != nil {
+		return nil, err
+	}
 	jobID, oltID := r.PathValue("id"), r.PathValue("olt_id")
-	if !streams.ValidID(jobID) || !streams.ValidID(oltID) {
-		return notFound("no assignment of job %q to OLT %q", jobID, oltID)
+	if !streams.ValidID(oltID) {
+		return nil, notFound("no assignment of job %q to OLT %q", jobID, oltID)
 	}
 	a, err := current[streams.JobOLTAssigned](r.Context(), s, streams.SubjectAssignment(jobID, oltID))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if a == nil {
-		return notFound("no assignment of job %q to OLT %q", jobID, oltID)
+		return nil, notFound("no assignment of job %q to OLT %q", jobID, oltID)
 	}
+	return a, nil
+}
+
+func (s *server) unassign(w http.ResponseWriter, r *http.Request) *apiError {
+	a, err := s.existingAssignment(r)
+	if err != nil {
+		return err
+	}
+	jobID, oltID := a.JobID, a.OLTID
 	ev := streams.JobOLTUnassigned{JobID: jobID, OLTID: oltID}
 	if err := s.publish(r, streams.SubjectAssignment(jobID, oltID), ev); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"job_id": jobID, "olt_id": oltID, "deleted": true})
 	return nil
+}
+
+func (s *server) getJob(w http.ResponseWriter, r *http.Request) *apiError {
+	job, err := s.existingJob(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, job)
+	return nil
+}
+
+// enableJob serves POST .../enable and .../disable (an operator's action).
+func (s *server) enableJob(w http.ResponseWriter, r *http.Request) *apiError {
+	job, err := s.existingJob(r)
+	if err != nil {
+		return err
+	}
+	ev := *job
+	ev.Enabled = strings.HasSuffix(r.URL.Path, "/enable")
+	return s.accepted(w, r, streams.SubjectJob(ev.ID), ev, ev)
+}
+
+func (s *server) getAssignment(w http.ResponseWriter, r *http.Request) *apiError {
+	a, err := s.existingAssignment(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// updateAssignment serves PUT and PATCH: only enabled can change.
+func (s *server) updateAssignment(w http.ResponseWriter, r *http.Request) *apiError {
+	a, err := s.existingAssignment(r)
+	if err != nil {
+		return err
+	}
+	en := a.Enabled
+	req, err := decodeUpdate(s, r, assignRequest{OLTID: a.OLTID, Enabled: &en})
+	if err != nil {
+		return err
+	}
+	if req.OLTID != "" && req.OLTID != a.OLTID {
+		return badField("olt_id", "olt_id in the body differs from the path")
+	}
+	ev := *a
+	if req.Enabled != nil {
+		ev.Enabled = *req.Enabled
+	}
+	return s.accepted(w, r, streams.SubjectAssignment(ev.JobID, ev.OLTID), ev, ev)
+}
+
+// enableAssignment serves POST .../enable and .../disable.
+func (s *server) enableAssignment(w http.ResponseWriter, r *http.Request) *apiError {
+	a, err := s.existingAssignment(r)
+	if err != nil {
+		return err
+	}
+	ev := *a
+	ev.Enabled = strings.HasSuffix(r.URL.Path, "/enable")
+	return s.accepted(w, r, streams.SubjectAssignment(ev.JobID, ev.OLTID), ev, ev)
+}
+
+type assignmentRow struct {
+	JobID     string     `json:"job_id"`
+	JobName   string     `json:"job_name"`
+	OLTID     string     `json:"olt_id"`
+	OLTName   string     `json:"olt_name"`
+	Enabled   bool       `json:"enabled"`
+	LastRunAt *time.Time `json:"last_run_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+func (s *server) assignmentList(w http.ResponseWriter, r *http.Request, spec listSpec) *apiError {
+	enabled, aerr := boolParam(r, "enabled")
+	if aerr != nil {
+		return aerr
+	}
+	spec.From = `snmp_job_olts a LEFT JOIN snmp_jobs j ON j.id = a.job_id LEFT JOIN olts o ON o.id = a.olt_id`
+	spec.Cols = `a.job_id, coalesce(j.name, ''), a.olt_id, coalesce(o.name, ''), a.enabled, a.last_run_at, a.updated_at`
+	spec.Search = []string{"a.job_id", "a.olt_id", "j.name", "o.name"}
+	spec.Sorts = map[string]string{"job_id": "a.job_id", "olt_id": "a.olt_id", "job_name": "j.name", "olt_name": "o.name",
+		"enabled": "a.enabled", "last_run_at": "a.last_run_at", "updated_at": "a.updated_at"}
+	spec.DefaultSort, spec.TieBreak = "a.job_id, a.olt_id", "a.job_id, a.olt_id"
+	spec.Where = append(spec.Where, "NOT a.deleted")
+	if enabled != nil {
+		spec.filter("a.enabled = $?", *enabled)
+	}
+	out, pi, aerr := listPage[assignmentRow](s, r, spec)
+	if aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, pi.body("assignments", out, len(out)))
+	return nil
+}
+
+// listJobAssignments lists the OLTs of a job (404 for an unknown job).
+func (s *server) listJobAssignments(w http.ResponseWriter, r *http.Request) *apiError {
+	job, err := s.existingJob(r)
+	if err != nil {
+		return err
+	}
+	var spec listSpec
+	spec.filter("a.job_id = $?", job.ID)
+	return s.assignmentList(w, r, spec)
+}
+
+// listAssignments lists every assignment, optionally of one job or OLT.
+func (s *server) listAssignments(w http.ResponseWriter, r *http.Request) *apiError {
+	var spec listSpec
+	for _, name := range []string{"job_id", "olt_id"} {
+		v, aerr := idParam(r, name)
+		if aerr != nil {
+			return aerr
+		}
+		if v != "" {
+			spec.filter("a."+name+" = $?", v)
+		}
+	}
+	return s.assignmentList(w, r, spec)
 }

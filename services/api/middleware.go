@@ -2,6 +2,7 @@ package api
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/facho-olt/facho/services/api/auth"
 )
 
 type metrics struct {
@@ -39,11 +42,23 @@ type statusWriter struct {
 	status int
 }
 
+// Unwrap lets http.ResponseController reach the connection (Flush and
+// write deadlines of the event stream).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush passes a flush through (server-sent events).
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
@@ -72,27 +87,144 @@ func (s *server) instrument(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate requires Authorization: Bearer <one of Config.Tokens>.
+// SessionCookie names the console's session cookie.
+const SessionCookie = "facho_session"
+
+// CSRFHeader carries a session's CSRF token on unsafe requests made with
+// the session cookie (forms send it as the field "csrf").
+const CSRFHeader = "X-CSRF-Token"
+
+// authenticate finds who makes the request: a principal already in the
+// context (the console calling the API in-process), a bearer token (one of
+// Config.Tokens: an admin; or a user's API token), or the console's
+// session cookie (unsafe methods then need the session's CSRF token).
+// Without one it answers 401.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	tokens := make([][]byte, len(s.cfg.Tokens))
 	for i, t := range s.cfg.Tokens {
 		tokens[i] = []byte(t)
 	}
+	deny := func(w http.ResponseWriter, msg string) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="facho"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": msg})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if ok && given != "" {
-			g := []byte(strings.TrimSpace(given))
+		if _, ok := auth.FromContext(r.Context()); ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			g := strings.TrimSpace(given)
+			if g == "" {
+				deny(w, "missing or invalid bearer token")
+				return
+			}
+			if strings.HasPrefix(g, auth.TokenPrefix) {
+				ctx, cancel := s.query(r)
+				p, err := s.users.TokenPrincipal(ctx, g)
+				cancel()
+				if err != nil {
+					if !errors.Is(err, auth.ErrNotFound) {
+						s.deps.Log.Warn().Err(err).Msg("check api token")
+						writeError(w, unavailable("user database"))
+						return
+					}
+					deny(w, "missing or invalid bearer token")
+					return
+				}
+				next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+				return
+			}
+			gb := []byte(g)
 			match := 0
 			for _, t := range tokens {
 				// Check every token so the timing does not say which matched.
-				match |= subtle.ConstantTimeCompare(g, t)
+				match |= subtle.ConstantTimeCompare(gb, t)
 			}
 			if match == 1 {
-				next.ServeHTTP(w, r)
+				p := auth.Principal{Username: "token", Role: auth.Admin, Via: auth.ViaStaticToken}
+				next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 				return
 			}
+			deny(w, "missing or invalid bearer token")
+			return
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="facho"`)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or invalid bearer token"})
+		p, status := s.sessionPrincipal(r)
+		switch status {
+		case http.StatusOK:
+			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		case http.StatusForbidden:
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "missing or wrong CSRF token"})
+		case http.StatusServiceUnavailable:
+			writeError(w, unavailable("user database"))
+		default:
+			deny(w, "missing or invalid bearer token")
+		}
 	})
+}
+
+// sessionPrincipal reads the session cookie: 200 with its principal, 401
+// without a live session, 403 for an unsafe method without the session's
+// CSRF token, 503 when the database does not answer.
+func (s *server) sessionPrincipal(r *http.Request) (auth.Principal, int) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return auth.Principal{}, http.StatusUnauthorized
+	}
+	ctx, cancel := s.query(r)
+	p, err := s.users.Session(ctx, c.Value)
+	cancel()
+	if errors.Is(err, auth.ErrNotFound) {
+		return p, http.StatusUnauthorized
+	}
+	if err != nil {
+		s.deps.Log.Warn().Err(err).Msg("check session")
+		return p, http.StatusServiceUnavailable
+	}
+	if !safeMethod(r.Method) {
+		given := r.Header.Get(CSRFHeader)
+		if given == "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+			given = r.PostFormValue("csrf")
+		}
+		if subtle.ConstantTimeCompare([]byte(given), []byte(p.CSRF)) != 1 {
+			return p, http.StatusForbidden
+		}
+	}
+	return p, http.StatusOK
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// authorize answers 403 unless the principal's role allows the route.
+func (s *server) authorize(pattern string, next http.Handler) http.Handler {
+	need := routeRole(pattern)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := auth.FromContext(r.Context())
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not authenticated"})
+			return
+		}
+		if !p.Role.Allows(need) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf("needs the %s role, %s has %s", need, p.Username, p.Role)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recordingMux is a ServeMux that remembers every pattern registered.
+type recordingMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *recordingMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *recordingMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
 }

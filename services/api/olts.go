@@ -16,21 +16,24 @@ type oltRequest struct {
 	BrandID     string  `json:"brand_id"`
 	Enabled     *bool   `json:"enabled"`
 	Description string  `json:"description"`
+	// SNMP overrides the brand's tuning for this OLT.
+	SNMP streams.SNMPTuning `json:"snmp"`
 }
 
 // oltView is an OLT as the API shows it: never with its community.
 type oltView struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	IP          string `json:"ip"`
-	Port        int    `json:"port"`
-	BrandID     string `json:"brand_id"`
-	Enabled     bool   `json:"enabled"`
-	Description string `json:"description"`
+	ID          string             `json:"id"`
+	Name        string             `json:"name"`
+	IP          string             `json:"ip"`
+	Port        int                `json:"port"`
+	BrandID     string             `json:"brand_id"`
+	Enabled     bool               `json:"enabled"`
+	Description string             `json:"description"`
+	SNMP        streams.SNMPTuning `json:"snmp"`
 }
 
 func viewOLT(o streams.OLTUpserted) oltView {
-	return oltView{ID: o.ID, Name: o.Name, IP: o.IP, Port: o.Port, BrandID: o.BrandID, Enabled: o.Enabled, Description: o.Description}
+	return oltView{ID: o.ID, Name: o.Name, IP: o.IP, Port: o.Port, BrandID: o.BrandID, Enabled: o.Enabled, Description: o.Description, SNMP: o.SNMP}
 }
 
 // oltEvent validates req into an OLT event. The community is sealed here,
@@ -47,6 +50,10 @@ func (s *server) oltEvent(r *http.Request, id string, req oltRequest, prev *stre
 	if err := checkDescription("description", req.Description); err != nil {
 		return ev, err
 	}
+	if err := req.SNMP.Validate(); err != nil {
+		return ev, badField("snmp", "snmp: %s", err.Error())
+	}
+	ev.SNMP = req.SNMP
 	if req.Port != nil {
 		if *req.Port < 1 || *req.Port > 65535 {
 			return ev, badField("port", "port must be 1..65535")
@@ -91,7 +98,7 @@ func (s *server) createOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return err
 	}
-	return s.created(w, r, streams.SubjectOLT(ev.ID), ev, "/api/v1/olts/"+ev.ID, viewOLT(ev))
+	return createNew(s, w, r, streams.SubjectOLT(ev.ID), ev, "OLT "+ev.ID, "/api/v1/olts/"+ev.ID, viewOLT(ev))
 }
 
 // existingOLT reads the path id of an OLT that must exist.
@@ -115,12 +122,15 @@ func (s *server) updateOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return err
 	}
-	var req oltRequest
-	if err := decodeStrict(r, s.cfg.MaxBodyBytes, &req); err != nil {
+	enabled := prev.Enabled
+	port := prev.Port
+	req, err := decodeUpdate(s, r, oltRequest{ID: prev.ID, Name: prev.Name, IP: prev.IP, Port: &port, BrandID: prev.BrandID,
+		Enabled: &enabled, Description: prev.Description, SNMP: prev.SNMP})
+	if err != nil {
 		return err
 	}
-	if req.ID != "" && req.ID != id {
-		return badField("id", "id in the body differs from the path")
+	if err := sameID(req.ID, id); err != nil {
+		return err
 	}
 	ev, err := s.oltEvent(r, id, req, prev)
 	if err != nil {
@@ -143,4 +153,25 @@ func (s *server) deleteOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "deleted": true})
 	return nil
+}
+
+func (s *server) getOLT(w http.ResponseWriter, r *http.Request) *apiError {
+	_, o, err := s.existingOLT(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewOLT(*o))
+	return nil
+}
+
+// enableOLT serves POST .../enable and .../disable: the OLT as it is with
+// enabled set (an operator's action).
+func (s *server) enableOLT(w http.ResponseWriter, r *http.Request) *apiError {
+	id, prev, err := s.existingOLT(r)
+	if err != nil {
+		return err
+	}
+	ev := *prev
+	ev.Enabled = strings.HasSuffix(r.URL.Path, "/enable")
+	return s.accepted(w, r, streams.SubjectOLT(id), ev, viewOLT(ev))
 }

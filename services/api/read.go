@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -72,18 +73,46 @@ func (s *server) readModelDown(err error) *apiError {
 }
 
 type oltRow struct {
-	oltView
-	UpdatedAt time.Time `json:"updated_at"`
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	IP          string    `json:"ip"`
+	Port        int       `json:"port"`
+	BrandID     string    `json:"brand_id"`
+	Enabled     bool      `json:"enabled"`
+	Description string    `json:"description"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	ONUs        int       `json:"onus"`
+	Online      int       `json:"onus_online"`
 }
+
+const oltCols = `id, name, ip, port, brand_id, enabled, description, updated_at,
+	(SELECT count(*) FROM onu_data d WHERE d.olt_id = olts.id),
+	(SELECT count(*) FROM onu_data d WHERE d.olt_id = olts.id AND d.status = 'ONLINE')`
 
 // listOLTs lists the OLTs of the read model (deleted ones excluded).
 func (s *server) listOLTs(w http.ResponseWriter, r *http.Request) *apiError {
-	olts, aerr := listRows[oltRow](s, r, `SELECT id, name, ip, port, brand_id, enabled, description, updated_at
-		FROM olts WHERE NOT deleted ORDER BY name, id`)
+	brand, aerr := idParam(r, "brand_id")
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(olts), "olts": olts})
+	enabled, aerr := boolParam(r, "enabled")
+	if aerr != nil {
+		return aerr
+	}
+	spec := listSpec{From: "olts", Cols: oltCols, Search: []string{"id", "name", "ip", "description"},
+		Sorts:       map[string]string{"id": "id", "name": "name", "ip": "ip", "brand_id": "brand_id", "enabled": "enabled", "updated_at": "updated_at"},
+		DefaultSort: "name", TieBreak: "id", Where: []string{"NOT deleted"}}
+	if brand != "" {
+		spec.filter("brand_id = $?", brand)
+	}
+	if enabled != nil {
+		spec.filter("enabled = $?", *enabled)
+	}
+	olts, pi, aerr := listPage[oltRow](s, r, spec)
+	if aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, pi.body("olts", olts, len(olts)))
 	return nil
 }
 
@@ -98,38 +127,33 @@ type onuRow struct {
 	LastSeen    time.Time `json:"last_seen"`
 }
 
-// listONUs lists the ONUs of one OLT from onu_data, ordered by PON and ONU.
+// listONUs lists the ONUs of one OLT from onu_data, ordered by PON and
+// ONU; 404 for an OLT that does not exist.
 func (s *server) listONUs(w http.ResponseWriter, r *http.Request) *apiError {
 	olt := r.PathValue("id")
-	if !streams.ValidID(olt) {
-		return notFound("no OLT %q", olt)
+	if aerr := s.knownOLT(r, olt); aerr != nil {
+		return aerr
 	}
 	status, aerr := statusParam(r)
 	if aerr != nil {
 		return aerr
 	}
-	limit, aerr := intParam(r, "limit", 1000, 10000)
+	spec := listSpec{From: "onu_data", Cols: "pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen",
+		Search: []string{"serial", "description"},
+		Sorts: map[string]string{"pon_index": "pon_index, onu_id", "onu_id": "onu_id", "serial": "serial", "description": "description",
+			"status": "status", "rx_power_dbm": "rx_power_dbm", "first_seen": "first_seen", "last_seen": "last_seen"},
+		DefaultSort: "pon_index, onu_id", TieBreak: "pon_index, onu_id", DefaultLimit: 1000, MaxLimit: 10000}
+	spec.filter("olt_id = $?", olt)
+	if status != "" {
+		spec.filter("status = $?", status)
+	}
+	onus, pi, aerr := listPage[onuRow](s, r, spec)
 	if aerr != nil {
 		return aerr
 	}
-	offset, aerr := intParam(r, "offset", 0, 1<<30)
-	if aerr != nil {
-		return aerr
-	}
-	var total int
-	ctx, cancel := s.query(r)
-	err := s.deps.DB.QueryRow(ctx, `SELECT count(*) FROM onu_data WHERE olt_id = $1 AND ($2 = '' OR status = $2)`, olt, status).Scan(&total)
-	cancel()
-	if err != nil {
-		return s.readModelDown(err)
-	}
-	onus, aerr := listRows[onuRow](s, r, `SELECT pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen
-		FROM onu_data WHERE olt_id = $1 AND ($2 = '' OR status = $2)
-		ORDER BY pon_index, onu_id LIMIT $3 OFFSET $4`, olt, status, limit, offset)
-	if aerr != nil {
-		return aerr
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"olt_id": olt, "count": len(onus), "total": total, "limit": limit, "offset": offset, "onus": onus})
+	body := pi.body("onus", onus, len(onus))
+	body["olt_id"] = olt
+	writeJSON(w, http.StatusOK, body)
 	return nil
 }
 
@@ -149,6 +173,9 @@ type executionRow struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
 
+const executionCols = `id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at,
+	finished_at, duration_ms, varbinds, error, updated_at`
+
 // listExecutions lists the latest executions, optionally of one OLT, job or
 // status.
 func (s *server) listExecutions(w http.ResponseWriter, r *http.Request) *apiError {
@@ -164,18 +191,80 @@ func (s *server) listExecutions(w http.ResponseWriter, r *http.Request) *apiErro
 	if aerr != nil {
 		return aerr
 	}
-	limit, aerr := intParam(r, "limit", 100, 1000)
+	spec := listSpec{From: "executions", Cols: executionCols, Search: []string{"id", "job_id", "olt_id", "error", "poller_id"},
+		Sorts: map[string]string{"scheduled_at": "scheduled_at", "started_at": "started_at", "finished_at": "finished_at",
+			"duration_ms": "duration_ms", "status": "status", "olt_id": "olt_id", "job_id": "job_id"},
+		DefaultSort: "scheduled_at DESC NULLS LAST, updated_at DESC", TieBreak: "id"}
+	if olt != "" {
+		spec.filter("olt_id = $?", olt)
+	}
+	if job != "" {
+		spec.filter("job_id = $?", job)
+	}
+	if status != "" {
+		spec.filter("status = $?", status)
+	}
+	execs, pi, aerr := listPage[executionRow](s, r, spec)
 	if aerr != nil {
 		return aerr
 	}
-	execs, aerr := listRows[executionRow](s, r, `SELECT id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at,
-			finished_at, duration_ms, varbinds, error, updated_at
-		FROM executions
-		WHERE ($1 = '' OR olt_id = $1) AND ($2 = '' OR job_id = $2) AND ($3 = '' OR status = $3)
-		ORDER BY scheduled_at DESC NULLS LAST, updated_at DESC, id LIMIT $4`, olt, job, status, limit)
+	writeJSON(w, http.StatusOK, pi.body("executions", execs, len(execs)))
+	return nil
+}
+
+type attemptRow struct {
+	Attempt    int        `json:"attempt"`
+	PollerID   string     `json:"poller_id"`
+	Status     string     `json:"status"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Error      string     `json:"error"`
+}
+
+// getExecution answers one execution with its attempts.
+func (s *server) getExecution(w http.ResponseWriter, r *http.Request) *apiError {
+	id := r.PathValue("id")
+	if len(id) > 200 || !utf8.ValidString(id) {
+		return notFound("no execution %q", id)
+	}
+	execs, aerr := listRows[executionRow](s, r, `SELECT `+executionCols+` FROM executions WHERE id = $1`, id)
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(execs), "executions": execs})
+	if len(execs) == 0 {
+		return notFound("no execution %q", id)
+	}
+	attempts, aerr := listRows[attemptRow](s, r, `SELECT attempt, poller_id, status, started_at, finished_at, error
+		FROM execution_attempts WHERE execution_id = $1 ORDER BY attempt`, id)
+	if aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"execution": execs[0], "attempts": attempts})
+	return nil
+}
+
+// knownOLT answers 404 unless the OLT exists in the read model (not
+// deleted) or, just created and not yet projected, in the config stream.
+func (s *server) knownOLT(r *http.Request, id string) *apiError {
+	if !streams.ValidID(id) {
+		return notFound("no OLT %q", id)
+	}
+	ctx, cancel := s.query(r)
+	var known bool
+	err := s.deps.DB.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM olts WHERE id = $1 AND NOT deleted)`, id).Scan(&known)
+	cancel()
+	if err != nil {
+		return s.readModelDown(err)
+	}
+	if known {
+		return nil
+	}
+	o, aerr := current[streams.OLTUpserted](r.Context(), s, streams.SubjectOLT(id))
+	if aerr != nil {
+		return aerr
+	}
+	if o == nil {
+		return notFound("no OLT %q", id)
+	}
 	return nil
 }

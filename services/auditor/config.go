@@ -27,6 +27,9 @@ type Config struct {
 	NackDelay time.Duration
 	// Source names the auditor in dead-letter envelopes.
 	Source string
+	// Quota is the hourly quota check, Notify the notifications.
+	Quota  QuotaConfig
+	Notify NotifyConfig
 }
 
 // WithDefaults fills zero fields.
@@ -55,6 +58,8 @@ func (c Config) WithDefaults() Config {
 	if c.Source == "" {
 		c.Source = "auditor"
 	}
+	c.Quota = c.Quota.withDefaults()
+	c.Notify = c.Notify.withDefaults()
 	return c
 }
 
@@ -76,5 +81,6 @@ func (c Config) Validate() error {
 	if c.NackDelay <= 0 {
 		errs = append(errs, errors.New("nak delay must be positive"))
 	}
+	errs = append(errs, c.Quota.validate(), c.Notify.validate())
 	return errors.Join(errs...)
 }

@@ -13,6 +13,11 @@ import (
 type metrics struct {
 	deleted    prometheus.Counter
 	fileErrors prometheus.Counter
+	// Quotas and notifications (quota_metrics.go).
+	trackersChecked *prometheus.CounterVec
+	notifications   *prometheus.CounterVec
+	deliveries      *prometheus.CounterVec
+	compliance      prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -24,10 +29,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_auditor_file_errors_total", Help: "Failed writes to the coordinator log file.",
 		}),
 	}
+	newQuotaMetrics(m)
 	if reg == nil {
 		return m, nil
 	}
-	if err := errors.Join(jsrouter.Register(reg, &m.deleted), jsrouter.Register(reg, &m.fileErrors)); err != nil {
+	if err := errors.Join(jsrouter.Register(reg, &m.deleted), jsrouter.Register(reg, &m.fileErrors), registerQuotaMetrics(reg, m)); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -51,6 +51,10 @@ type Faults struct {
 	// MalformedPercent sends that share of responses corrupted (truncated
 	// or with a broken BER length).
 	MalformedPercent float64 `json:"malformed_percent" yaml:"malformed_percent"`
+	// MaxVarbinds drops, without an answer, every request carrying more
+	// than this many varbinds, as agents do that time out on large GET
+	// PDUs instead of answering tooBig. 0 = no limit.
+	MaxVarbinds int `json:"max_varbinds" yaml:"max_varbinds"`
 }
 
 // Life makes a generated OLT change over time, deterministically from the

@@ -37,6 +37,8 @@ type verdict struct {
 	delay     time.Duration
 	malformed bool
 	corrupt   uint64 // random bits choosing how to corrupt
+	// maxVarbinds > 0: a request with more varbinds gets no answer.
+	maxVarbinds int
 }
 
 // decide draws the fate of a request that arrived at now with inFlight
@@ -66,6 +68,7 @@ func (fs *faultState) decide(now time.Time, inFlight int) verdict {
 		return v
 	}
 	v.delay = f.Latency
+	v.maxVarbinds = f.MaxVarbinds
 	if f.Jitter > 0 {
 		v.delay += time.Duration(fs.rng.Int64N(int64(f.Jitter)))
 	}

@@ -45,6 +45,13 @@ func TestFaults(t *testing.T) {
 				t.Errorf("ok %d failed %d over %d wall-clock seconds", r.ok, r.failed, touched)
 			}
 		}},
+		// The scenario's GET carries one varbind: under a limit of 1 it is
+		// answered; TestMaxVarbinds checks what is over it.
+		{"max varbinds not reached", Faults{MaxVarbinds: 1}, 3, func(t *testing.T, r faultRun) {
+			if r.ok != 3 || r.rec.Dropped != 0 {
+				t.Errorf("ok %d record %+v", r.ok, r.rec)
+			}
+		}},
 		{"malformed", Faults{MalformedPercent: 100}, 3, func(t *testing.T, r faultRun) {
 			if r.ok != 0 || r.rec.Responses != r.rec.Requests {
 				t.Errorf("ok %d record %+v", r.ok, r.rec)
@@ -81,6 +88,30 @@ func TestFaults(t *testing.T) {
 				t.Errorf("after clearing faults: %v", err)
 			}
 		})
+	}
+}
+
+// An agent that times out on PDUs larger than N varbinds: a GET of N is
+// answered, a GET of N+1 is not, and neither is a GETBULK asking for N+1.
+func TestMaxVarbinds(t *testing.T) {
+	f := startFleet(t, FleetConfig{OLTs: []OLTConfig{huaweiConfig("hw", 1, 4)}})
+	o := f.OLT("hw")
+	o.SetFaults(Faults{MaxVarbinds: 3})
+	g := client(t, o, "public")
+	g.Timeout = 100 * time.Millisecond
+	g.Retries = 0
+	oids := []string{".1.3.6.1.2.1.1.1.0", ".1.3.6.1.2.1.1.3.0", ".1.3.6.1.2.1.1.5.0", ".1.3.6.1.2.1.1.2.0"}
+	if pkt, err := g.Get(oids[:3]); err != nil || len(pkt.Variables) != 3 {
+		t.Fatalf("GET of 3 under a limit of 3: %v", err)
+	}
+	if _, err := g.Get(oids); err == nil {
+		t.Fatal("GET of 4 under a limit of 3 was answered")
+	}
+	if _, err := g.GetBulk(oids, 0, 1); err == nil {
+		t.Fatal("GETBULK of 4 varbinds under a limit of 3 was answered")
+	}
+	if rec := o.Record(); rec.Requests != 3 || rec.Dropped != 2 {
+		t.Errorf("record %+v, want 3 requests, 2 dropped", rec)
 	}
 }
 

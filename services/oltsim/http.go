@@ -34,16 +34,17 @@ type FaultsJSON struct {
 	SlowdownPerConcurrent jsonDuration `json:"slowdown_per_concurrent"`
 	MaxRPS                int          `json:"max_rps"`
 	MalformedPercent      float64      `json:"malformed_percent"`
+	MaxVarbinds           int          `json:"max_varbinds"`
 }
 
 func faultsToJSON(f Faults) FaultsJSON {
 	return FaultsJSON{jsonDuration(f.Latency), jsonDuration(f.Jitter), f.LossPercent, f.NoAnswer,
-		jsonDuration(f.SlowdownPerConcurrent), f.MaxRPS, f.MalformedPercent}
+		jsonDuration(f.SlowdownPerConcurrent), f.MaxRPS, f.MalformedPercent, f.MaxVarbinds}
 }
 
 func (j FaultsJSON) faults() Faults {
 	return Faults{time.Duration(j.Latency), time.Duration(j.Jitter), j.LossPercent, j.NoAnswer,
-		time.Duration(j.SlowdownPerConcurrent), j.MaxRPS, j.MalformedPercent}
+		time.Duration(j.SlowdownPerConcurrent), j.MaxRPS, j.MalformedPercent, j.MaxVarbinds}
 }
 
 type jsonDuration time.Duration

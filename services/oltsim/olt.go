@@ -212,7 +212,7 @@ func (o *OLT) handle(bp *[]byte, n int, from netip.AddrPort, inFlight int) {
 	outp := o.pools.out.Get().(*[]byte)
 	defer o.pools.out.Put(outp)
 	resp, ok := answer((*bp)[:n], req, o.community, o.view, (*outp)[:0], o.maxBytes, o.uptimeTicks(now))
-	if !ok {
+	if !ok || (v.maxVarbinds > 0 && len(req.oids) > v.maxVarbinds) {
 		o.rec.end(time.Now(), 0, true)
 		return
 	}

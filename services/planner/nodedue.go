@@ -46,5 +46,6 @@ func nodeDue(d DueNode) streams.NodeDue {
 		RetryDelaySeconds: s.RetryDelaySeconds,
 		ScheduledAt:       d.ScheduledAt.UTC(),
 		DelaySeconds:      d.Delay.Seconds(),
+		SNMP:              s.SNMP,
 	}
 }

@@ -31,6 +31,8 @@ type NodeSpec struct {
 	TimeoutSeconds    int
 	MaxRetries        int
 	RetryDelaySeconds int
+	// SNMP is the OLT's tuning over its brand's.
+	SNMP streams.SNMPTuning
 }
 
 // Interval is the node's interval as a duration.
@@ -109,6 +111,20 @@ func (s *state) apply(env streams.Envelope) (known bool, err error) {
 		}
 		s.olts[e.ID] = e
 		affected = s.nodesOfOLT(e.ID)
+	case streams.TypeBrandDeleted:
+		var e streams.BrandDeleted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return true, err
+		}
+		delete(s.brands, e.ID)
+		affected = s.nodesWhere(func(j streams.JobUpserted) bool { return j.BrandID == e.ID })
+	case streams.TypeOIDDeleted:
+		var e streams.OIDDeleted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return true, err
+		}
+		delete(s.oids, e.ID)
+		affected = s.nodesWhere(func(j streams.JobUpserted) bool { return contains(j.OIDIDs, e.ID) })
 	case streams.TypeOLTDeleted:
 		var e streams.OLTDeleted
 		if err := streams.DecodeData(env, &e); err != nil {
@@ -208,7 +224,7 @@ func (s *state) nodeSpec(k NodeKey) (NodeSpec, bool) {
 		if !ok || o.BrandID != job.BrandID {
 			continue
 		}
-		oids = append(oids, streams.OIDSpec{ID: o.ID, OID: o.OID, Field: o.Field, Decoder: o.Decoder})
+		oids = append(oids, streams.OIDSpec{ID: o.ID, OID: o.OID, Field: o.Field, Decoder: o.Decoder, IndexSuffix: o.IndexSuffix})
 	}
 	if len(oids) == 0 {
 		return NodeSpec{}, false
@@ -225,6 +241,7 @@ func (s *state) nodeSpec(k NodeKey) (NodeSpec, bool) {
 		TimeoutSeconds:    s.timeout(job),
 		MaxRetries:        job.MaxRetries,
 		RetryDelaySeconds: job.RetryDelaySeconds,
+		SNMP:              brand.SNMP.Over(olt.SNMP),
 	}, true
 }
 

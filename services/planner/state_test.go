@@ -50,6 +50,8 @@ func TestPlannable(t *testing.T) {
 		{name: "OLT of another brand", then: []streams.Event{streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "zte", Enabled: true}}},
 		{name: "assignment disabled", then: []streams.Event{streams.JobOLTAssigned{JobID: "j1", OLTID: "olt-a"}}},
 		{name: "unassigned", then: []streams.Event{streams.JobOLTUnassigned{JobID: "j1", OLTID: "olt-a"}}},
+		{name: "OID deleted", then: []streams.Event{streams.OIDDeleted{ID: "o1"}}},
+		{name: "brand deleted", then: []streams.Event{streams.BrandDeleted{ID: "huawei"}}},
 		{name: "OID moved to another brand", then: []streams.Event{streams.OIDUpserted{ID: "o1", BrandID: "zte", OID: "1.3.6", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "string"}}}},
 		{name: "OLT re-enabled", want: true, then: []streams.Event{
 			streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "huawei"},

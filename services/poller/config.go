@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/facho-olt/facho/streams"
 )
 
 // Config of one poller instance. Zero fields take the defaults of
@@ -51,8 +53,16 @@ type Config struct {
 	PDURetryBudget int
 	// MaxRepetitions of GETBULK. Default 10; never 0 (hangs some ZTE).
 	MaxRepetitions int
-	// GetChunk is how many OIDs one GET carries. Default 10, at most 60.
+	// GetChunk is how many OIDs one GET carries: the first PDU size of a
+	// get job, unless the OLT's or brand's SNMP tuning (get_varbinds) or
+	// the size remembered from the OLT's last get says otherwise; a PDU
+	// that times out or is tooBig is split in halves (getbatch.go).
+	// Default 20, at most 60.
 	GetChunk int
+	// GetConcurrency is how many GET PDUs of one get job are in flight on
+	// its OLT at once, unless the OLT's or brand's tuning
+	// (get_concurrency) says otherwise. Default 2, at most 16.
+	GetConcurrency int
 	// BatchSize is the most varbinds per VarbindBatch; a batch is also cut
 	// at half the server's maximum payload. Default 500.
 	BatchSize int
@@ -69,6 +79,18 @@ type Config struct {
 	// InterruptLookback is how far back a sweep looks for started
 	// attempts. Default 1h.
 	InterruptLookback time.Duration
+	// StatsEvery is how often the process writes its slots' state to
+	// streams.BucketPollers (at most a third of the bucket's TTL), besides
+	// soon after a slot changes status (stats.go). Default 2s.
+	StatsEvery time.Duration
+	// StatsWindow is the span of busy_percentage. Default 5m.
+	StatsWindow time.Duration
+	// DelayedAfter: a node started more than this after its scheduled_at
+	// counts in tasks_delayed. Default 2s.
+	DelayedAfter time.Duration
+	// DisableOLTMetrics drops facho_poller_olt_executions_total (one series
+	// per OLT and result) where the number of OLTs makes it too many.
+	DisableOLTMetrics bool
 }
 
 // WithDefaults fills zero fields.
@@ -119,7 +141,10 @@ func (c Config) WithDefaults() Config {
 		c.MaxRepetitions = 10
 	}
 	if c.GetChunk == 0 {
-		c.GetChunk = 10
+		c.GetChunk = 20
+	}
+	if c.GetConcurrency == 0 {
+		c.GetConcurrency = 2
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 500
@@ -136,6 +161,15 @@ func (c Config) WithDefaults() Config {
 	if c.InterruptLookback == 0 {
 		c.InterruptLookback = time.Hour
 	}
+	if c.StatsEvery == 0 {
+		c.StatsEvery = 2 * time.Second
+	}
+	if c.StatsWindow == 0 {
+		c.StatsWindow = 5 * time.Minute
+	}
+	if c.DelayedAfter == 0 {
+		c.DelayedAfter = 2 * time.Second
+	}
 	return c
 }
 
@@ -147,7 +181,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	check(c.PollerID != "", "poller id is empty")
+	check(streams.ValidID(c.PollerID), "poller id %q: want letters, digits, _ and - (at most 64)", c.PollerID)
 	check(c.Workers >= 1 && c.Workers <= 1024, "workers %d: want 1..1024", c.Workers)
 	check(c.FetchWait >= 10*time.Millisecond, "fetch wait %s: want at least 10ms", c.FetchWait)
 	check(c.LeaseBusyDelay > 0, "lease busy delay %s: want > 0", c.LeaseBusyDelay)
@@ -159,11 +193,15 @@ func (c Config) Validate() error {
 	check(c.PDUBackoff >= time.Millisecond && c.PDUBackoff <= maxPDUBackoff, "snmp pdu backoff %s: want 1ms..%s", c.PDUBackoff, maxPDUBackoff)
 	check(c.PDURetryBudget >= 0 && c.PDURetryBudget <= 1000000, "snmp pdu retry budget %d: want 0..1000000", c.PDURetryBudget)
 	check(c.MaxRepetitions >= 1 && c.MaxRepetitions <= 255, "max repetitions %d: want 1..255", c.MaxRepetitions)
-	check(c.GetChunk >= 1 && c.GetChunk <= 60, "get chunk %d: want 1..60", c.GetChunk)
+	check(c.GetChunk >= 1 && c.GetChunk <= streams.MaxGetVarbinds, "get chunk %d: want 1..%d", c.GetChunk, streams.MaxGetVarbinds)
+	check(c.GetConcurrency >= 1 && c.GetConcurrency <= streams.MaxGetConcurrency, "get concurrency %d: want 1..%d", c.GetConcurrency, streams.MaxGetConcurrency)
 	check(c.BatchSize >= 1 && c.BatchSize <= 10000, "batch size %d: want 1..10000", c.BatchSize)
 	check(c.NodeTimeout >= time.Second, "node timeout %s: want at least 1s", c.NodeTimeout)
 	check(c.ShutdownGrace >= 0, "shutdown grace %s: want >= 0", c.ShutdownGrace)
 	check(c.InterruptSweepEvery >= time.Second, "interrupt sweep every %s: want at least 1s", c.InterruptSweepEvery)
 	check(c.InterruptLookback >= time.Minute, "interrupt lookback %s: want at least 1m", c.InterruptLookback)
+	check(c.StatsEvery >= 100*time.Millisecond && c.StatsEvery <= time.Minute, "stats every %s: want 100ms..1m", c.StatsEvery)
+	check(c.StatsWindow >= 2*c.StatsEvery && c.StatsWindow <= 24*time.Hour, "stats window %s: want 2 x stats every..24h", c.StatsWindow)
+	check(c.DelayedAfter > 0, "delayed after %s: want > 0", c.DelayedAfter)
 	return errors.Join(errs...)
 }

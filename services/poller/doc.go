@@ -13,8 +13,13 @@
 //     Config.LeaseBusyDelay. Waiting for the OLT is not a failure.
 //  4. Attempt number: one more than the execution's ExecutionStarted
 //     events already on the OLT's started subject (see attemptNumber).
-//  5. Publish ExecutionStarted, then walk (discovery/walk/bulkwalk: GETBULK
-//     each OID's subtree) or GET (in chunks). A request still unanswered
+//  5. Publish ExecutionStarted, then walk each OID's subtree (walk:
+//     GETNEXT; discovery and bulkwalk: GETBULK; the node's SNMP tuning may
+//     say otherwise, see snmpOp.tuned) or, for a get, read the job's
+//     columns at every discovered ONU in adaptive batches (getonus.go,
+//     getbatch.go: progressive subdivision, per-ONU failures in the
+//     succeeded event and an ONU_READ_FAILED audit event, the PDU size
+//     remembered per OLT in streams.BucketOLTSNMP). A request still unanswered
 //     after Config.SNMPRetries is sent again with backoff, up to
 //     Config.PDURetries times and Config.PDURetryBudget per execution; a
 //     walk resumes from the last OID received (see snmpOp.exchange). An
@@ -46,4 +51,10 @@
 // default acknowledges failures and leaves re-planning to the planner
 // (ExecutionFailed.Retryable says whether attempts remain), except work
 // interrupted by this poller's shutdown, which is NAKed for another poller.
+//
+// Stats (stats.go): each of the Config.Workers execution slots is one of
+// seed 004's pollers, FREE or BUSY while it runs a node under the lease;
+// the process writes their state (streams.PollerProcess) to the KV bucket
+// streams.BucketPollers, which the API serves as GET /api/v1/pollers/ and
+// GET /api/v1/pollers/stats/.
 package poller

@@ -74,7 +74,9 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 	defer stopBeat()
 
 	ex := &execution{p: p, node: node, lease: l, log: log, kind: node.Kind}
+	slot := p.stats.begin(node) // BUSY under the lease (stats.go)
 	redeliver, delay := ex.run(work, meta.Timestamp)
+	p.stats.end(slot, ex.result)
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
 	defer cancel()
@@ -181,8 +183,13 @@ type execution struct {
 	started time.Time
 	// community is kept only to scrub it from error texts.
 	community string
+	// result is "success" or the failure cause once a terminal event is
+	// published ("" before): the poller stats count it.
+	result string
 	// pduRetries counts the SNMP requests of the attempt sent again.
 	pduRetries *pduRetries
+	// get is what a get read and could not read (getbatch.go).
+	get *getResult
 
 	pending      []streams.Varbind
 	pendingBytes int // JSON size of pending, near enough
@@ -223,16 +230,18 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
 	defer fcancel()
 	if opErr == nil {
-		err := ex.publish(fctx, streams.SubjectExec(node.OLTID, streams.PhaseSucceeded), streams.PhaseSucceeded, streams.ExecutionSucceeded{
+		ex.auditGetFailures(fctx) // per-ONU failures of a get: a coordinator log
+		err := ex.publish(fctx, streams.SubjectExec(node.OLTID, streams.PhaseSucceeded), streams.PhaseSucceeded, ex.withGetResult(streams.ExecutionSucceeded{
 			ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
 			Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
 			DurationMS: dur.Milliseconds(), Varbinds: ex.varbinds, Batches: ex.batches,
-		})
+		}))
 		if err != nil {
 			ex.log.Warn().Err(err).Msg("publish execution succeeded")
 			return true, p.cfg.TransientDelay
 		}
-		p.metrics.executions.WithLabelValues("success").Inc()
+		p.metrics.executions.WithLabelValues(resultSuccess).Inc()
+		ex.result = resultSuccess
 		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Int("pdu_retries", ex.pduRetries.count()).Dur("duration", dur).Msg("execution succeeded")
 		return false, 0
 	}
@@ -249,6 +258,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		return true, p.cfg.TransientDelay
 	}
 	p.metrics.executions.WithLabelValues(string(cause)).Inc()
+	ex.result = string(cause)
 	ex.log.Warn().Str("cause", string(cause)).Str("error", text).Int("pdu_retries", ex.pduRetries.count()).Bool("retryable", decision.Retryable).
 		Bool("redeliver", decision.Redeliver).Msg("execution failed")
 	return decision.Redeliver, decision.Delay
@@ -279,8 +289,12 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 	defer cancelL()
 
 	ex.pduRetries = newPDURetries(p.cfg.PDURetryBudget, p.metrics.pduRetries)
-	op := snmpOp{cfg: p.cfg, target: node.Target, community: community, retries: ex.pduRetries}
-	err = op.run(ctx, node.Kind, node.OIDs, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
+	op := snmpOp{cfg: p.cfg, target: node.Target, community: community, retries: ex.pduRetries}.tuned(node)
+	if node.Kind == streams.KindGet {
+		err = ex.getONUs(ctx, op) // getbatch.go: every discovered ONU
+	} else {
+		err = op.run(ctx, node.Kind, node.OIDs, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
+	}
 	if err == nil {
 		// Only a walk reads whole tables, so only its final batch can say
 		// "a row absent from this execution is absent from the OLT". A

@@ -41,7 +41,7 @@ type testEnv struct {
 	pollerMu sync.Mutex
 }
 
-func newTestEnv(t *testing.T, opts streams.Options, olts ...oltsim.OLTConfig) *testEnv {
+func newTestEnv(t testing.TB, opts streams.Options, olts ...oltsim.OLTConfig) *testEnv {
 	t.Helper()
 	env := jstest.Start(t, opts)
 	key, err := secret.NewKey()
@@ -95,7 +95,7 @@ func (e *testEnv) nodeDue(olt, execID, jobID string) streams.NodeDue {
 	}
 }
 
-func (e *testEnv) publishNodeDue(t *testing.T, n streams.NodeDue) {
+func (e *testEnv) publishNodeDue(t testing.TB, n streams.NodeDue) {
 	t.Helper()
 	b, err := streams.EncodeWithID(n.ExecutionID, "test", time.Now(), n)
 	if err != nil {
@@ -104,7 +104,7 @@ func (e *testEnv) publishNodeDue(t *testing.T, n streams.NodeDue) {
 	e.publishRaw(t, streams.SubjectNodeDue(n.OLTID), b)
 }
 
-func (e *testEnv) publishRaw(t *testing.T, subject string, b []byte) {
+func (e *testEnv) publishRaw(t testing.TB, subject string, b []byte) {
 	t.Helper()
 	if _, err := e.JS.Publish(e.ctx, subject, b); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func (e *testEnv) publishRaw(t *testing.T, subject string, b []byte) {
 }
 
 // startPoller runs a poller until the test ends (or stop is called).
-func (e *testEnv) startPoller(t *testing.T, cfg Config) (stop func(), reg *prometheus.Registry) {
+func (e *testEnv) startPoller(t testing.TB, cfg Config) (stop func(), reg *prometheus.Registry) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
@@ -153,7 +153,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 // streamMsgs returns every message of stream whose subject starts with
 // prefix, oldest first.
-func (e *testEnv) streamMsgs(t *testing.T, stream, prefix string) []*jetstream.RawStreamMsg {
+func (e *testEnv) streamMsgs(t testing.TB, stream, prefix string) []*jetstream.RawStreamMsg {
 	t.Helper()
 	s, err := e.JS.Stream(e.ctx, stream)
 	if err != nil {
@@ -193,7 +193,7 @@ type execEvents struct {
 	interruptedMsgIDs []string
 }
 
-func (e *testEnv) execEvents(t *testing.T, olt, execID string) execEvents {
+func (e *testEnv) execEvents(t testing.TB, olt, execID string) execEvents {
 	t.Helper()
 	var ev execEvents
 	for _, m := range e.streamMsgs(t, streams.StreamExec, "facho.exec."+olt+".") {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gosnmp/gosnmp"
@@ -15,8 +16,9 @@ import (
 const maxPDUBackoff = 10 * time.Second
 
 // pduRetries counts the PDU retries of one execution and holds what is
-// left of its budget. One execution, one goroutine: no locking.
+// left of its budget. A get's PDUs in flight share it: it locks.
 type pduRetries struct {
+	mu     sync.Mutex
 	left   int
 	used   int
 	metric prometheus.Counter // nil: not exported
@@ -28,6 +30,8 @@ func newPDURetries(budget int, metric prometheus.Counter) *pduRetries {
 
 // take uses one retry of the budget; false when it is spent.
 func (r *pduRetries) take() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.left <= 0 {
 		return false
 	}
@@ -44,6 +48,8 @@ func (r *pduRetries) count() int {
 	if r == nil {
 		return 0
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.used
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -42,9 +43,14 @@ type poller struct {
 	leases  *lease.Manager
 	exec    jetstream.Stream
 	metrics *metrics
+	stats   *pollerStats // seed 004's per-slot stats (stats.go)
 	// maxBatchBytes cuts a varbind batch before it nears the server's
 	// maximum payload (see batchByteBudget).
 	maxBatchBytes int
+	// oltKVBucket is streams.BucketOLTSNMP, opened on first use by a
+	// get (getonus.go).
+	oltKVMu     sync.Mutex
+	oltKVBucket jetstream.KeyValue
 }
 
 // Run takes NodeDue from the poller consumer until ctx ends, then stops
@@ -74,6 +80,11 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	host, _ := os.Hostname()
+	stats, err := newPollerStats(cfg, reg, time.Now, host, os.Getpid())
+	if err != nil {
+		return err
+	}
 	cons, err := deps.JS.Consumer(ctx, streams.StreamSchedule, streams.ConsumerPoller)
 	if err != nil {
 		return fmt.Errorf("poller consumer %s/%s: %w", streams.StreamSchedule, streams.ConsumerPoller, err)
@@ -96,7 +107,7 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 		retry = DefaultRetryPolicy{}
 	}
 	p := &poller{
-		cfg: cfg, js: deps.JS, box: deps.Box, retry: retry, leases: leases, exec: exec, metrics: m,
+		cfg: cfg, js: deps.JS, box: deps.Box, retry: retry, leases: leases, exec: exec, metrics: m, stats: stats,
 		maxBatchBytes: batchByteBudget(deps.JS),
 		log:           deps.Log.With().Str(telemetry.KeyPoller, cfg.PollerID).Str(telemetry.KeyConsumer, streams.ConsumerPoller).Logger(),
 	}
@@ -106,6 +117,12 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 		return err
 	}
 	defer stopInterrupts()
+	// Deferred after the workers are done: the key is deleted last.
+	stopStats, err := p.startStats(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopStats()
 	return p.run(ctx, cons)
 }
 

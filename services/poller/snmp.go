@@ -20,6 +20,10 @@ type snmpOp struct {
 	// retries counts and bounds the PDU retries of the execution (see
 	// exchange); nil: a budget of its own for this run.
 	retries *pduRetries
+	// getNext walks with GETNEXT instead of GETBULK; maxReps is the
+	// GETBULK max-repetitions (0: Config.MaxRepetitions). See tuned.
+	getNext bool
+	maxReps int
 }
 
 // run reads every OID of node and hands each varbind to emit, in order.
@@ -67,14 +71,15 @@ func (op snmpOp) run(ctx context.Context, kind string, oids []streams.OIDSpec, e
 func (op snmpOp) bulkWalk(ctx context.Context, g *gosnmp.GoSNMP, oids []streams.OIDSpec, emit func(streams.Varbind) error) error {
 	for _, spec := range oids {
 		if err := op.walk(ctx, g, spec.OID, emit); err != nil {
-			return fmt.Errorf("bulkwalk %s: %w", spec.OID, err)
+			return fmt.Errorf("walk %s: %w", spec.OID, err)
 		}
 	}
 	return nil
 }
 
 // walk reads the subtree under root with GETBULKs, as gosnmp's BulkWalk
-// does, but each GETBULK goes through exchange: a lost one is sent again
+// does (or GETNEXTs when op.getNext, as gosnmp's Walk), but each request
+// goes through exchange: a lost one is sent again
 // from the last OID received, so a lossy OLT completes the walk instead
 // of starting over. Unlike BulkWalk it fails on an agent error instead of
 // ending the walk early (a short walk would pass for a complete table),
@@ -86,13 +91,23 @@ func (op snmpOp) walk(ctx context.Context, g *gosnmp.GoSNMP, root string, emit f
 	}
 	cur := root
 	reps := op.cfg.MaxRepetitions
+	if op.maxReps > 0 {
+		reps = op.maxReps
+	}
+	verb := "getbulk"
+	if op.getNext {
+		verb = "getnext"
+	}
 	answered := false // a GETBULK of this walk returned varbinds
 	for {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
 		from := cur
-		pkt, err := op.exchange(ctx, "getbulk "+strings.TrimPrefix(from, "."), func() (*gosnmp.SnmpPacket, error) {
+		pkt, err := op.exchange(ctx, verb+" "+strings.TrimPrefix(from, "."), func() (*gosnmp.SnmpPacket, error) {
+			if op.getNext {
+				return g.GetNext([]string{from})
+			}
 			return g.GetBulk([]string{from}, 0, uint32(reps))
 		})
 		if err != nil {
@@ -101,16 +116,16 @@ func (op snmpOp) walk(ctx context.Context, g *gosnmp.GoSNMP, root string, emit f
 		switch pkt.Error {
 		case gosnmp.NoError:
 		case gosnmp.TooBig:
-			if reps > 1 {
+			if reps > 1 && !op.getNext {
 				reps = max(1, reps/2)
 				continue
 			}
-			return fmt.Errorf("getbulk %s: agent says tooBig for a single repetition", strings.TrimPrefix(from, "."))
+			return fmt.Errorf("%s %s: agent says tooBig for a single repetition", verb, strings.TrimPrefix(from, "."))
 		case gosnmp.NoSuchName:
 			// An SNMPv1 habit of some agents at the end of the MIB.
 			return nil
 		default:
-			return fmt.Errorf("getbulk %s: agent error %s at index %d", strings.TrimPrefix(from, "."), pkt.Error, pkt.ErrorIndex)
+			return fmt.Errorf("%s %s: agent error %s at index %d", verb, strings.TrimPrefix(from, "."), pkt.Error, pkt.ErrorIndex)
 		}
 		if len(pkt.Variables) == 0 {
 			return nil

@@ -62,6 +62,24 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 				e.ID, e.BrandID, e.Name, e.OID, e.Field, string(dec), at)
 			return wrap(err, "upsert oid %s", e.ID)
 		}}, nil
+	case streams.TypeBrandDeleted, streams.TypeOIDDeleted:
+		var e struct {
+			ID string `json:"id"`
+		}
+		if err := streams.DecodeData(env, &e); err != nil {
+			return projection.Change{}, err
+		}
+		if err := needID(env, e.ID); err != nil {
+			return projection.Change{}, err
+		}
+		table := "brands"
+		if env.Type == streams.TypeOIDDeleted {
+			table = "oids"
+		}
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE id = $1`, e.ID)
+			return wrap(err, "delete %s %s", env.Type, e.ID)
+		}}, nil
 	case streams.TypeOLTUpserted:
 		var e streams.OLTUpserted
 		if err := streams.DecodeData(env, &e); err != nil {

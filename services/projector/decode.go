@@ -34,6 +34,17 @@ type ONUFields struct {
 	Status      *string
 	RxPowerSet  bool
 	RxPowerDBm  *float64
+	// RxGone: the Rx power was read as NoSuchInstance (a get asked for
+	// the ONU's optical row and the OLT has none: FiberHome and V-SOL drop
+	// it for an offline ONU), so a stored reading is cleared; alone it
+	// never creates an ONU (see onlyRxGone).
+	RxGone bool
+}
+
+// onlyRxGone says the batch knows nothing of the ONU but that its optical
+// row is gone: not enough to create it.
+func (f *ONUFields) onlyRxGone() bool {
+	return f.RxGone && f.Serial == nil && f.Description == nil && f.Status == nil
 }
 
 // Skip reasons of varbinds that feed no field (metric label values).
@@ -102,6 +113,17 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 			continue
 		}
 		val, err := DecodeValue(col.spec.Decoder, vb)
+		if errors.Is(err, errNoValue) && vb.Type == streams.VTNoSuchInstance && col.spec.Field == streams.FieldRxPower {
+			// Only a get reads exceptions (a walk stops at them): the
+			// ONU's optical instance does not exist, i.e. no reading.
+			f := d.ONUs[key]
+			if f == nil {
+				f = &ONUFields{}
+				d.ONUs[key] = f
+			}
+			f.RxPowerSet, f.RxPowerDBm, f.RxGone = true, nil, true
+			continue
+		}
 		if errors.Is(err, errNoValue) {
 			d.Skipped[SkipNoValue]++
 			continue
@@ -393,7 +415,7 @@ func (f *ONUFields) set(field string, v value) bool {
 			f.Status = s
 		}
 	case streams.FieldRxPower:
-		f.RxPowerSet = true
+		f.RxPowerSet, f.RxGone = true, false
 		f.RxPowerDBm = nil
 		switch v.kind {
 		case kindNumber:

@@ -74,6 +74,15 @@ type execEvent struct {
 	Varbinds                   int
 	Error                      string
 	DeadLettered               int // succeeded only: dead-lettered batches
+	// Of a get's succeeded event: what it read and could not read.
+	GetResult *getExecResult
+}
+
+// getExecResult is the per-ONU outcome of a get (executions.onus,
+// failed_onus, failed_varbinds, onu_failures).
+type getExecResult struct {
+	ONUs, FailedONUs, FailedVarbinds int
+	Failures                         []streams.ONUFailure
 }
 
 func (p *projector) decodeExec(m jsrouter.Msg) (projection.Change, error) {
@@ -127,6 +136,9 @@ func decodeExecEvent(data []byte) (execEvent, error) {
 		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
 			LeaseRevision: e.LeaseRevision, Status: StatusSuccess, StartedAt: ptr(e.StartedAt), FinishedAt: ptr(e.FinishedAt),
 			DurationMS: &d, Varbinds: e.Varbinds}
+		if e.ONUs > 0 || e.FailedONUs > 0 {
+			ev.GetResult = &getExecResult{ONUs: e.ONUs, FailedONUs: e.FailedONUs, FailedVarbinds: e.FailedVarbinds, Failures: e.ONUFailures}
+		}
 	case streams.TypeExecutionFailed:
 		var e streams.ExecutionFailed
 		if err := streams.DecodeData(env, &e); err != nil {
@@ -221,6 +233,9 @@ func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) 
 		ev.StartedAt, ev.FinishedAt, ev.DurationMS, ev.Varbinds, ev.Error, ev.DeadLettered)
 	if err != nil {
 		return false, fmt.Errorf("update execution %s: %w", ev.ID, err)
+	}
+	if err := recordGetResult(ctx, tx, ev); err != nil {
+		return false, err
 	}
 	// The attempt row follows the same rule within its attempt.
 	_, err = tx.Exec(ctx, `INSERT INTO execution_attempts (execution_id, attempt, poller_id, status, started_at, finished_at, error, lease_revision, duration_ms)

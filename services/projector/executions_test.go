@@ -241,6 +241,10 @@ func TestConfigProjection(t *testing.T) {
 		{streams.SubjectAssignment("job-1", "olt-a"), streams.JobOLTUnassigned{JobID: "job-1", OLTID: "olt-a"}},
 		{streams.SubjectJob("job-2"), streams.JobUpserted{ID: "job-2", Name: "gone", BrandID: "huawei", Kind: streams.KindWalk, IntervalSeconds: 60, Enabled: true}},
 		{streams.SubjectJob("job-2"), streams.JobDeleted{ID: "job-2"}},
+		{streams.SubjectBrand("spare"), streams.BrandUpserted{ID: "spare", Name: "Spare", IndexScheme: SchemePonONU}},
+		{streams.SubjectOID("spare-oid"), streams.OIDUpserted{ID: "spare-oid", BrandID: "spare", Name: "s", OID: "1.3.6.1", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "string"}}},
+		{streams.SubjectOID("spare-oid"), streams.OIDDeleted{ID: "spare-oid"}},
+		{streams.SubjectBrand("spare"), streams.BrandDeleted{ID: "spare"}},
 	}
 	var last uint64
 	for _, e := range events {
@@ -278,6 +282,10 @@ func TestConfigProjection(t *testing.T) {
 	}
 	if !jobDeleted || !assignDeleted || len(oidIDs) != 1 {
 		t.Errorf("jobs: job-2 deleted %v, assignment deleted %v, oid ids %v", jobDeleted, assignDeleted, oidIDs)
+	}
+	var spares int
+	if err := r.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM brands WHERE id = 'spare') + (SELECT count(*) FROM oids WHERE id = 'spare-oid')`).Scan(&spares); err != nil || spares != 0 {
+		t.Errorf("deleted brand and OID: %d rows left (%v)", spares, err)
 	}
 	var leaks int
 	if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM olts o WHERE o::text LIKE '%c2VhbGVk%'`).Scan(&leaks); err != nil || leaks != 0 {

@@ -106,6 +106,21 @@ func upsertONUs(ctx context.Context, tx pgx.Tx, oltID, executionID, seenBy strin
 	if err := rows.Err(); err != nil {
 		return 0, nil, fmt.Errorf("read onu_data of olt %s: %w", oltID, err)
 	}
+	// An ONU the batch only knows to have no optical row is not created.
+	kept := keys[:0]
+	for _, k := range keys {
+		if _, existed := prev[k]; existed || !d.ONUs[k].onlyRxGone() {
+			kept = append(kept, k)
+		}
+	}
+	keys = kept
+	if len(keys) == 0 {
+		return 0, nil, nil
+	}
+	pons, onus = pons[:0], onus[:0]
+	for _, k := range keys {
+		pons, onus = append(pons, k.PonIndex), append(onus, k.ONUID)
+	}
 
 	serials := make([]string, len(keys))
 	descs := make([]string, len(keys))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,6 +70,18 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	return nil
 }
 
+// upsert creates a resource (POST collection) or, when its id exists
+// (409: a restart of facho dev on the same data folder), replaces it (PUT
+// item).
+func (c *Client) upsert(ctx context.Context, collection, item string, body any) error {
+	err := c.Do(ctx, http.MethodPost, collection, body, nil)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusConflict {
+		return c.Do(ctx, http.MethodPut, item, body, nil)
+	}
+	return err
+}
+
 // HuaweiOIDs are the ONU-table OIDs of a Huawei MA5600/MA5800 (see
 // shared/OLT-OIDS.md) as API bodies.
 func HuaweiOIDs(brandID string) []map[string]any {
@@ -98,12 +111,12 @@ func ConfigureHuawei(ctx context.Context, c *Client, olts []*oltsim.OLT, o DemoO
 	if o.IntervalSeconds == 0 {
 		o.IntervalSeconds = 60
 	}
-	if err := c.Do(ctx, http.MethodPost, "/api/v1/brands", map[string]any{"id": "huawei", "name": "Huawei", "description": "MA5600T/MA5800 GPON", "index_scheme": "pon.onu"}, nil); err != nil {
+	if err := c.upsert(ctx, "/api/v1/brands", "/api/v1/brands/huawei", map[string]any{"id": "huawei", "name": "Huawei", "description": "MA5600T/MA5800 GPON", "index_scheme": "pon.onu"}); err != nil {
 		return nil, fmt.Errorf("create brand: %w", err)
 	}
 	var oidIDs []string
 	for _, body := range HuaweiOIDs("huawei") {
-		if err := c.Do(ctx, http.MethodPost, "/api/v1/oids", body, nil); err != nil {
+		if err := c.upsert(ctx, "/api/v1/oids", "/api/v1/oids/"+body["id"].(string), body); err != nil {
 			return nil, fmt.Errorf("create oid %s: %w", body["id"], err)
 		}
 		oidIDs = append(oidIDs, body["id"].(string))
@@ -112,17 +125,17 @@ func ConfigureHuawei(ctx context.Context, c *Client, olts []*oltsim.OLT, o DemoO
 	for _, olt := range olts {
 		addr := olt.Addr()
 		body := map[string]any{"id": olt.Name(), "name": olt.Name(), "ip": addr.IP.String(), "port": addr.Port, "community": o.Community, "brand_id": "huawei", "enabled": true, "description": "simulated Huawei MA5800"}
-		if err := c.Do(ctx, http.MethodPost, "/api/v1/olts", body, nil); err != nil {
+		if err := c.upsert(ctx, "/api/v1/olts", "/api/v1/olts/"+olt.Name(), body); err != nil {
 			return nil, fmt.Errorf("create olt %s: %w", olt.Name(), err)
 		}
 		ids = append(ids, olt.Name())
 	}
 	job := map[string]any{"id": o.JobID, "name": "ONU discovery", "brand_id": "huawei", "kind": "discovery", "oid_ids": oidIDs, "interval_seconds": o.IntervalSeconds, "max_retries": 3, "retry_delay_seconds": 120, "priority": 90, "enabled": true}
-	if err := c.Do(ctx, http.MethodPost, "/api/v1/jobs", job, nil); err != nil {
+	if err := c.upsert(ctx, "/api/v1/jobs", "/api/v1/jobs/"+o.JobID, job); err != nil {
 		return nil, fmt.Errorf("create job: %w", err)
 	}
 	for _, id := range ids {
-		if err := c.Do(ctx, http.MethodPost, "/api/v1/jobs/"+o.JobID+"/olts", map[string]any{"olt_id": id, "enabled": true}, nil); err != nil {
+		if err := c.upsert(ctx, "/api/v1/jobs/"+o.JobID+"/olts", "/api/v1/jobs/"+o.JobID+"/olts/"+id, map[string]any{"olt_id": id, "enabled": true}); err != nil {
 			return nil, fmt.Errorf("assign job to %s: %w", id, err)
 		}
 	}

@@ -175,6 +175,15 @@ func TestEndToEnd(t *testing.T) {
 	if started != 3 {
 		t.Errorf("EXECUTION_STARTED rows = %d, want 3", started)
 	}
+	// The auditor's hourly quota trackers count them (one per OLT).
+	waitFor(t, "quota trackers", 30*time.Second, func() (bool, string) {
+		var trackers, completed int
+		err := s.DB.QueryRow(ctx, `SELECT count(*), coalesce(sum(quota_completed), 0) FROM quota_tracker WHERE quota_required >= 1`).Scan(&trackers, &completed)
+		if err != nil {
+			return false, err.Error()
+		}
+		return trackers == 3 && completed == 3, "trackers " + itoa(trackers) + ", completed " + itoa(completed)
+	})
 
 	// No plaintext community anywhere in Postgres.
 	var leaks int

@@ -29,6 +29,7 @@ import (
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/services/api"
+	"github.com/facho-olt/facho/services/api/auth"
 	"github.com/facho-olt/facho/services/auditor"
 	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/facho-olt/facho/services/planner"
@@ -143,8 +144,14 @@ type Stack struct {
 	Box     *secret.Box
 	APIURL  string
 	Metrics map[string]string // service -> base URL of /metrics and /healthz
-	pgStop  func() error
-	unlock  func() // releases the data folder (LockDataDir)
+
+	// FirstAdmin and FirstAdminPassword are the console's first admin,
+	// created when the database had no user (the password is printed once
+	// by facho dev, stored only as its argon2id hash); empty otherwise.
+	FirstAdmin, FirstAdminPassword string
+
+	pgStop func() error
+	unlock func() // releases the data folder (LockDataDir)
 	// health checks shared by every service's /healthz: they answer
 	// "database unavailable" and "nats unavailable" and log the detail
 	// once per change, not once per service and probe.
@@ -187,6 +194,9 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Stack, err e
 		return nil, err
 	}
 	if err := s.startPostgres(ctx); err != nil {
+		return nil, err
+	}
+	if s.FirstAdmin, s.FirstAdminPassword, err = EnsureFirstAdmin(ctx, &auth.Store{DB: s.DB}); err != nil {
 		return nil, err
 	}
 	if len(cfg.Fleet.OLTs) > 0 {
@@ -384,7 +394,7 @@ func (s *Stack) startServices(ctx context.Context) error {
 		return err
 	}
 	if err := s.goService(ctx, "auditor", natsauth.Auditor, s.port(2+s.cfg.Pollers), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
-		return auditor.Run(ctx, s.cfg.Auditor, auditor.Deps{JS: js, DB: s.DB, Log: log, Registry: reg})
+		return auditor.Run(ctx, s.cfg.Auditor, auditor.Deps{JS: js, DB: s.DB, Log: log, Registry: reg, Box: s.Box})
 	}); err != nil {
 		return err
 	}

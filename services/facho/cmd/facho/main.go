@@ -5,6 +5,10 @@
 //	facho streams provision   create or update streams, consumers and KV buckets
 //	facho streams catalogue   print the event catalogue (streams/CATALOGUE.md)
 //	facho nats keys DIR       write NATS identities' seeds and the server's authorization block
+//	facho replay              print a stream's events as JSON lines
+//	facho rebuild MODEL       rebuild a read model from the streams (shadow, compare, swap)
+//	facho export WHAT         export onu-data or varbinds as CSV
+//	facho tail                follow live ONU changes, executions and notifications
 package main
 
 import (
@@ -48,6 +52,14 @@ commands:
   streams provision    create or update every stream, consumer and KV bucket (idempotent)
   streams catalogue    print the event catalogue
   nats keys DIR        write an nkey seed per NATS identity and the nats-server authorization block
+  replay               print a stream's events as JSON lines (--stream S --from SEQ|TIME [--to ...] [--subject F])
+  rebuild MODEL        rebuild a read model from the streams into a shadow, compare, swap (--dry-run: report only)
+  export WHAT          onu-data or varbinds as CSV (onu-history: not yet)
+  users add NAME       add a console/API user (--role admin|operator|viewer; password from FACHO_USER_PASSWORD or stdin)
+  users list           list the users
+  keys rotate          re-seal every OLT community (and webhook secret) under FACHO_SECRET_KEY, opening
+                       with FACHO_SECRET_KEY_OLD: no downtime (see the README)
+  tail                 follow live ONU changes, executions, notifications ([--olt X] [--kind K] [--json])
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -79,6 +91,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return runProvision(ctx, args[2:], getenv, stdout)
 		}
 		return fmt.Errorf("streams: unknown command %q", args[1])
+	case "replay":
+		return runReplay(ctx, args[1:], getenv, stdout, stderr)
+	case "rebuild":
+		return runRebuild(ctx, args[1:], getenv, stdout, stderr)
+	case "export":
+		return runExport(ctx, args[1:], getenv, stdout, stderr)
+	case "tail":
+		return runTail(ctx, args[1:], getenv, stdout, stderr)
+	case "users":
+		return runUsers(ctx, args[1:], getenv, os.Stdin, stdout)
+	case "keys":
+		return runKeys(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -215,11 +239,17 @@ environment:
 		_ = stack.Stop()
 		return fmt.Errorf("configure demo: %w", err)
 	}
+	if stack.FirstAdminPassword != "" {
+		// Printed once: only its argon2id hash is stored.
+		fmt.Fprintf(stdout, "\nFirst console admin created: user %q, password %s (shown once; change it or add users with facho users add)\n",
+			stack.FirstAdmin, stack.FirstAdminPassword)
+	}
 	fmt.Fprintf(stdout, `
 Facho is running.
+  console        %s/   (log in; API docs at %s/api/docs)
   API            %s   (token: %s)
   NATS           nats://127.0.0.1:%d (embedded JetStream; one nkey per service, no anonymous clients:
-                 e.g. nats --server nats://127.0.0.1:%d --nkey %s sub 'facho.onu.>')
+                 live events: facho tail --nats nats://127.0.0.1:%d --nats-nkey-seed-file %s)
   Postgres       %s
   retention      %s
   metrics        %s
@@ -230,7 +260,7 @@ List the ONUs of a demo OLT (they appear within a few seconds):
   curl -s -H 'Authorization: Bearer %s' %s/api/v1/olts/olt-1/onus
 
 Ctrl-C stops everything.
-`, stack.APIURL, token, *natsPort, *natsPort, natsauth.SeedFile(stack.KeysDir, natsauth.Observer), redactURL(stack.DBURL), retention(streamOpts), metricsList(stack.Metrics), *olts, *shapeText, *simPort, *simPort+*olts-1, *simControl,
+`, stack.APIURL, stack.APIURL, stack.APIURL, token, *natsPort, *natsPort, natsauth.SeedFile(stack.KeysDir, natsauth.Observer), redactURL(stack.DBURL), retention(streamOpts), metricsList(stack.Metrics), *olts, *shapeText, *simPort, *simPort+*olts-1, *simControl,
 		strings.Join(ids, ", "), *interval, *firstRun, token, stack.APIURL)
 	err = stack.Wait()
 	if ctx.Err() != nil {
@@ -277,6 +307,26 @@ func retention(o streams.Options) string {
 	s := fmt.Sprintf("varbinds %s, NodeDue %s, events %s", shortDuration(o.VarbindsMaxAge), shortDuration(o.ScheduleMaxAge), shortDuration(o.EventsMaxAge))
 	if o.MaxBytes > 0 {
 		s += fmt.Sprintf(", at most %d MiB per stream", o.MaxBytes>>20)
+	}
+	// Per-stream overrides (<STREAM>_MAX_AGE, _MAX_BYTES), sorted.
+	names := make([]string, 0, len(o.Streams))
+	for name := range o.Streams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		l := o.Streams[name]
+		switch {
+		case l.MaxAge > 0 && l.MaxBytes > 0:
+			s += fmt.Sprintf(", %s %s and %d MiB", name, shortDuration(l.MaxAge), l.MaxBytes>>20)
+		case l.MaxAge > 0:
+			s += fmt.Sprintf(", %s %s", name, shortDuration(l.MaxAge))
+		case l.MaxBytes > 0:
+			s += fmt.Sprintf(", %s %d MiB", name, l.MaxBytes>>20)
+		}
+	}
+	if o.Compression == streams.CompressionNone {
+		s += ", uncompressed"
 	}
 	return s + "; configuration kept"
 }

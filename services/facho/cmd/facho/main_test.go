@@ -115,6 +115,7 @@ func TestDevStreamEnv(t *testing.T) {
 			streams.Options{VarbindsMaxAge: 30 * time.Minute, ScheduleMaxAge: 10 * time.Minute, EventsMaxAge: 2 * time.Hour, MaxBytes: 64 << 20}, ""},
 		{"no cap asked for", map[string]string{streams.EnvMaxBytes: "0"}, streams.Options{VarbindsMaxAge: time.Hour, ScheduleMaxAge: time.Hour, EventsMaxAge: 24 * time.Hour}, ""},
 		{"bad age", map[string]string{streams.EnvEventsMaxAge: "forever"}, streams.Options{}, streams.EnvEventsMaxAge},
+		{"bad stream age", map[string]string{streams.EnvStreamMaxAge(streams.StreamONU): "forever"}, streams.Options{}, "FACHO_ONU_MAX_AGE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			getenv := func(k string) string { return tc.env[k] }
@@ -142,6 +143,11 @@ func TestDevStreamEnv(t *testing.T) {
 func TestRetention(t *testing.T) {
 	o := streams.Options{VarbindsMaxAge: time.Hour, ScheduleMaxAge: 90 * time.Minute, EventsMaxAge: 24 * time.Hour, MaxBytes: 256 << 20}
 	if got, want := retention(o), "varbinds 1h, NodeDue 1h30m, events 24h, at most 256 MiB per stream; configuration kept"; got != want {
+		t.Errorf("retention = %q, want %q", got, want)
+	}
+	o.Streams = map[string]streams.StreamLimits{streams.StreamONU: {MaxAge: 8760 * time.Hour}, streams.StreamExec: {MaxAge: 48 * time.Hour, MaxBytes: 1 << 30}}
+	o.Compression = streams.CompressionNone
+	if got, want := retention(o), "varbinds 1h, NodeDue 1h30m, events 24h, at most 256 MiB per stream, FACHO_EXEC 48h and 1024 MiB, FACHO_ONU 8760h, uncompressed; configuration kept"; got != want {
 		t.Errorf("retention = %q, want %q", got, want)
 	}
 }

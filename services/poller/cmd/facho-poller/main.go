@@ -16,6 +16,7 @@ func main() { servicemain.Main("facho-poller", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg poller.Config
+	var oltMetrics bool
 	return servicemain.Binary{
 		Name:      "poller",
 		HTTPAddr:  "127.0.0.1:9102",
@@ -33,10 +34,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.DurationVar(&cfg.PDUBackoff, "snmp-pdu-backoff", env.Duration("FACHO_SNMP_PDU_BACKOFF", 250*time.Millisecond), "wait before the first PDU retry, doubled for each next one up to 10s (FACHO_SNMP_PDU_BACKOFF)")
 			fs.IntVar(&cfg.PDURetryBudget, "snmp-pdu-retry-budget", env.Int("FACHO_SNMP_PDU_RETRY_BUDGET", 100), "most PDU retries of one execution, -1 for none (FACHO_SNMP_PDU_RETRY_BUDGET)")
 			fs.IntVar(&cfg.MaxRepetitions, "max-repetitions", env.Int("FACHO_SNMP_MAX_REPETITIONS", 10), "GETBULK max-repetitions (FACHO_SNMP_MAX_REPETITIONS)")
+			fs.IntVar(&cfg.GetChunk, "get-varbinds", env.Int("FACHO_SNMP_GET_VARBINDS", 20), "first GET PDU size of a get job, in varbinds, unless the OLT's or brand's snmp.get_varbinds or the size remembered for the OLT says otherwise; halved on timeout or tooBig (1..60) (FACHO_SNMP_GET_VARBINDS)")
+			fs.IntVar(&cfg.GetConcurrency, "get-concurrency", env.Int("FACHO_SNMP_GET_CONCURRENCY", 2), "GET PDUs of a get job in flight per OLT, unless the OLT's or brand's snmp.get_concurrency says otherwise (1..16) (FACHO_SNMP_GET_CONCURRENCY)")
 			fs.IntVar(&cfg.BatchSize, "batch-size", env.Int("FACHO_POLLER_BATCH_SIZE", 500), "most varbinds per batch event; a batch is also cut at half the NATS max payload (FACHO_POLLER_BATCH_SIZE)")
 			fs.DurationVar(&cfg.LeaseBusyDelay, "lease-busy-delay", env.Duration("FACHO_LEASE_BUSY_DELAY", time.Second), "redelivery delay of a NodeDue whose OLT is busy (FACHO_LEASE_BUSY_DELAY)")
 			fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", env.Duration("FACHO_SHUTDOWN_GRACE", 10*time.Second), "time in-flight operations get on shutdown (FACHO_SHUTDOWN_GRACE)")
 			fs.DurationVar(&cfg.InterruptSweepEvery, "interrupt-sweep-every", env.Duration("FACHO_INTERRUPT_SWEEP_EVERY", 5*time.Minute), "how often to look for executions whose lease expired unseen and end them INTERRUPTED; also once at start (FACHO_INTERRUPT_SWEEP_EVERY)")
+			fs.DurationVar(&cfg.StatsEvery, "stats-every", env.Duration("FACHO_POLLER_STATS_EVERY", 2*time.Second), "how often this process writes its pollers' state (seed 004) to the facho_pollers bucket, at most a third of FACHO_POLLERS_TTL (FACHO_POLLER_STATS_EVERY)")
+			fs.DurationVar(&cfg.StatsWindow, "stats-window", env.Duration("FACHO_POLLER_STATS_WINDOW", 5*time.Minute), "span of busy_percentage (FACHO_POLLER_STATS_WINDOW)")
+			fs.DurationVar(&cfg.DelayedAfter, "delayed-after", env.Duration("FACHO_POLLER_DELAYED_AFTER", 2*time.Second), "a node started later than scheduled_at + this counts in tasks_delayed (FACHO_POLLER_DELAYED_AFTER)")
+			fs.BoolVar(&oltMetrics, "olt-metrics", env.String("FACHO_POLLER_OLT_METRICS", "true") != "false", "export facho_poller_olt_executions_total, one series per OLT and result; false where OLTs are too many (FACHO_POLLER_OLT_METRICS)")
 			fs.DurationVar(&cfg.InterruptLookback, "interrupt-lookback", env.Duration("FACHO_INTERRUPT_LOOKBACK", time.Hour), "how far back that sweep reads execution events (FACHO_INTERRUPT_LOOKBACK)")
 			// These override streams.OptionsFromEnv for this instance's
 			// provisioning only.
@@ -47,6 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Check:      servicemain.CheckConfig(&cfg),
 		ClientName: func() string { return "facho-poller " + cfg.PollerID },
 		Service: func(ctx context.Context, d servicemain.Deps) error {
+			cfg.DisableOLTMetrics = !oltMetrics
 			return poller.Run(ctx, cfg, poller.Deps{JS: d.JS, Log: d.Log, Registry: d.Registry, Box: d.Box})
 		},
 	}.Run(ctx, args, getenv, stdout, stderr)

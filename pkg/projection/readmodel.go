@@ -1,0 +1,154 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ReadModel is what a service declares about one of its read models so
+// that pkg/replay can rebuild it from the streams: the live consumers that
+// feed it (with the decoders the live consumers use), the tables it owns,
+// and the tables it writes as a side effect. A service registers its read
+// models by returning them (projector.ReadModels, auditor.ReadModels); the
+// facho command collects them in a Registry.
+type ReadModel struct {
+	// Name is what `facho rebuild NAME` takes.
+	Name string
+	// Description is one line for the command's help.
+	Description string
+	// Sources are the live consumers feeding the model: each stream is
+	// replayed with the same decoder, and the consumer's checkpoint moves
+	// with the tables when the rebuild is swapped in.
+	Sources []Source
+	// Tables are the tables the model owns: rebuilt in the shadow,
+	// compared, and swapped in.
+	Tables []Table
+	// Scratch are tables the decoders also write (an outbox) that must not
+	// be touched by a rebuild: they get an empty copy in the shadow, which
+	// is dropped. A table a decoder writes that is in neither list would be
+	// written live: list every one.
+	Scratch []string
+	// Window, when set, is how far back the model needs the streams: rows
+	// of older events are pruned anyway (Prune), so a stream that lost
+	// only messages older than the window still holds the whole model.
+	Window time.Duration
+	// Prune, when set, runs on the shadow (search_path set to it) before
+	// the comparison: what the live service deletes by itself (a
+	// retention clean-up) is deleted from the rebuild too.
+	Prune func(ctx context.Context, tx pgx.Tx) error
+}
+
+// Source is one live consumer of a read model.
+type Source struct {
+	Stream   string
+	Consumer string // the live durable consumer, and checkpoint name
+	Decode   Decoder
+	// Partition, when set, names the partition of a message's subject:
+	// messages of different partitions touch different rows, so a
+	// rebuild may apply them in parallel transactions (each partition in
+	// stream order). Nil: one transaction at a time.
+	Partition func(subject string) string
+}
+
+// SubjectToken returns a Partition by the subject's token i (0-based),
+// e.g. SubjectToken(2) for the OLT id of facho.exec.<olt>.<phase>.
+func SubjectToken(i int) func(subject string) string {
+	return func(subject string) string {
+		for n := 0; n < i; n++ {
+			dot := strings.IndexByte(subject, '.')
+			if dot < 0 {
+				return ""
+			}
+			subject = subject[dot+1:]
+		}
+		if dot := strings.IndexByte(subject, '.'); dot >= 0 {
+			return subject[:dot]
+		}
+		return subject
+	}
+}
+
+// Table is one table of a read model.
+type Table struct {
+	Name string
+	// Key identifies a row, for the difference report.
+	Key []string
+	// Ignore are columns not compared: what the projection sets from the
+	// clock (updated_at = now()) or a sequence (a bigserial id).
+	Ignore []string
+	// Generated are columns not copied on swap: the live table's default
+	// (its sequence) fills them.
+	Generated []string
+}
+
+// Consumers returns the model's live consumers, sorted (the order the
+// rebuild locks their checkpoints in).
+func (m ReadModel) Consumers() []string {
+	out := make([]string, 0, len(m.Sources))
+	for _, s := range m.Sources {
+		out = append(out, s.Consumer)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Validate checks a registration.
+func (m ReadModel) Validate() error {
+	if m.Name == "" || len(m.Sources) == 0 || len(m.Tables) == 0 {
+		return fmt.Errorf("read model %q: want a name, sources and tables", m.Name)
+	}
+	for _, s := range m.Sources {
+		if s.Stream == "" || s.Consumer == "" || s.Decode == nil {
+			return fmt.Errorf("read model %s: source %q/%q incomplete", m.Name, s.Stream, s.Consumer)
+		}
+	}
+	for _, t := range m.Tables {
+		if t.Name == "" || len(t.Key) == 0 {
+			return fmt.Errorf("read model %s: table %q without key", m.Name, t.Name)
+		}
+	}
+	return nil
+}
+
+// Registry holds the read models a command can rebuild, by name.
+type Registry struct {
+	models map[string]ReadModel
+}
+
+// Register adds models; a name registered twice is an error.
+func (r *Registry) Register(models ...ReadModel) error {
+	if r.models == nil {
+		r.models = map[string]ReadModel{}
+	}
+	for _, m := range models {
+		if err := m.Validate(); err != nil {
+			return err
+		}
+		if _, dup := r.models[m.Name]; dup {
+			return fmt.Errorf("read model %s registered twice", m.Name)
+		}
+		r.models[m.Name] = m
+	}
+	return nil
+}
+
+// Lookup returns the model called name.
+func (r *Registry) Lookup(name string) (ReadModel, bool) {
+	m, ok := r.models[name]
+	return m, ok
+}
+
+// Names lists the registered models, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.models))
+	for n := range r.models {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

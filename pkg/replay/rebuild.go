@@ -1,0 +1,538 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/pkg/projection"
+	"github.com/facho-olt/facho/streams"
+)
+
+// RebuildOptions tunes a rebuild.
+type RebuildOptions struct {
+	// From is where each source stream is replayed from (zero: its first
+	// message). A sequence applies to every source stream: with several
+	// sources a time is the usual choice.
+	From Position
+	// DryRun compares and reports but leaves the live tables alone.
+	DryRun bool
+	// Partial allows the swap when a source stream no longer holds its
+	// whole history (its first sequence is above 1: retention dropped the
+	// oldest messages) or From skips some: the rebuild then lacks what
+	// those messages did (an ONU not polled since is missing), and the
+	// swap would delete it from the live table. Without Partial such a
+	// rebuild only reports.
+	Partial bool
+	// Batch is how many messages one shadow transaction applies (default 1000).
+	Batch int
+	// Workers is how many shadow transactions run at once for a source
+	// with a Partition (default 4; 1: one at a time).
+	Workers int
+	// Progress, when set, is told how many messages were applied of how
+	// many the bulk phase has to apply.
+	Progress func(done, total uint64)
+	// CatchUpRounds bounds the catch-up passes before the swap (default 3).
+	CatchUpRounds int
+	Log           zerolog.Logger
+}
+
+// Report says what a rebuild found and did.
+type Report struct {
+	Model     string
+	Sources   []SourceReport
+	Tables    []TableReport
+	Swapped   bool
+	Identical bool
+	// Incomplete names the sources whose history the rebuild lacks (see
+	// RebuildOptions.Partial); the swap needs Partial then.
+	Incomplete []string
+	Messages   uint64 // messages replayed
+	Duration   time.Duration
+}
+
+// SourceReport is one source stream's part.
+type SourceReport struct {
+	Stream, Consumer string
+	// LiveCheckpoint is the live consumer's checkpoint at the swap;
+	// RebuiltTo the last sequence the shadow applied (equal unless the
+	// live consumer was behind: then the swap moves it forward).
+	LiveCheckpoint, RebuiltTo            uint64
+	Applied, Ignored, Malformed, Refused uint64
+}
+
+// TableReport compares one table.
+type TableReport struct {
+	Name                 string
+	LiveRows, ShadowRows int64
+	Differing            int64
+	Examples             []RowDiff // at most MaxExamples
+}
+
+// RowDiff is one differing row, by key.
+type RowDiff struct {
+	Key   string // key columns, k=v separated by spaces
+	Where string // "live only", "rebuild only" or "differs"
+}
+
+// MaxExamples bounds the differing keys a TableReport lists.
+const MaxExamples = 20
+
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rebuild %s: %d messages in %s", r.Model, r.Messages, r.Duration.Round(time.Millisecond))
+	if r.Duration > 0 {
+		fmt.Fprintf(&b, " (%.0f msg/s)", float64(r.Messages)/r.Duration.Seconds())
+	}
+	b.WriteString("\n")
+	for _, s := range r.Sources {
+		fmt.Fprintf(&b, "  %s (consumer %s): rebuilt to seq %d, live checkpoint %d; applied %d, ignored %d, malformed %d, refused %d\n",
+			s.Stream, s.Consumer, s.RebuiltTo, s.LiveCheckpoint, s.Applied, s.Ignored, s.Malformed, s.Refused)
+	}
+	for _, t := range r.Tables {
+		fmt.Fprintf(&b, "  %s: live %d rows, rebuilt %d rows, %d differing\n", t.Name, t.LiveRows, t.ShadowRows, t.Differing)
+		for _, e := range t.Examples {
+			fmt.Fprintf(&b, "    %s: %s\n", e.Where, e.Key)
+		}
+	}
+	for _, why := range r.Incomplete {
+		fmt.Fprintf(&b, "  incomplete: %s\n", why)
+	}
+	switch {
+	case r.Identical:
+		b.WriteString("  identical: live tables left as they are\n")
+	case r.Swapped:
+		b.WriteString("  swapped: the live tables now hold the rebuild\n")
+	case len(r.Incomplete) > 0:
+		b.WriteString("  not swapped: the streams lack part of the history (--partial swaps anyway)\n")
+	default:
+		b.WriteString("  dry run: live tables left as they are\n")
+	}
+	return b.String()
+}
+
+// Rebuild replays model's streams into a shadow schema (rebuild_<name>,
+// the live tables' structure), compares it with the live tables and swaps
+// it in, while the live projections run:
+//
+//  1. bulk: each source stream is replayed from opts.From up to the live
+//     consumer's checkpoint (the stream's end when the consumer never ran)
+//     in transactions of opts.Batch messages (opts.Workers at once for a
+//     source with a Partition), with the decoders the live consumers use
+//     (search_path puts the shadow first; Committed hooks are not run:
+//     nothing is published or written to a file);
+//  2. catch-up: a few passes apply what the live consumers applied
+//     meanwhile;
+//  3. swap, in one transaction: the live checkpoint rows are locked FOR
+//     UPDATE, which pauses the live consumers (projection.Apply takes the
+//     same lock first); the shadow applies up to the locked checkpoints;
+//     the tables are compared; then the live tables' rows are replaced by
+//     the shadow's and each checkpoint is set to the last sequence the
+//     shadow applied, so rows and checkpoint move together. The live
+//     consumers resume after the commit where the rebuild ended.
+//
+// Identical tables are left alone; DryRun only reports, and so does a
+// rebuild whose streams lack part of the history (Report.Incomplete)
+// unless Partial. One rebuild of a model runs at a time (an advisory
+// lock); a second one fails at once. The shadow schema
+// is dropped at the end (and at the start of a next rebuild if a crash
+// left it).
+func Rebuild(ctx context.Context, js jetstream.JetStream, db *pgxpool.Pool, model projection.ReadModel, opts RebuildOptions) (Report, error) {
+	start := time.Now()
+	rep := Report{Model: model.Name}
+	if err := model.Validate(); err != nil {
+		return rep, err
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 1000
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.CatchUpRounds <= 0 {
+		opts.CatchUpRounds = 3
+	}
+	// One rebuild of a model at a time: they would share the shadow.
+	lockConn, err := db.Acquire(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("rebuild %s: %w", model.Name, err)
+	}
+	defer lockConn.Release()
+	lockKey := "facho.rebuild." + model.Name
+	var locked bool
+	if err := lockConn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, lockKey).Scan(&locked); err != nil {
+		return rep, fmt.Errorf("rebuild %s: lock: %w", model.Name, err)
+	}
+	if !locked {
+		return rep, fmt.Errorf("rebuild %s: another rebuild of it is running", model.Name)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = lockConn.Exec(uctx, `SELECT pg_advisory_unlock(hashtext($1))`, lockKey)
+	}()
+	rb := &rebuild{js: js, db: db, model: model, opts: opts, shadow: pgx.Identifier{"rebuild_" + model.Name}.Sanitize()}
+	if err := db.QueryRow(ctx, `SELECT current_schema()`).Scan(&rb.live); err != nil {
+		return rep, fmt.Errorf("rebuild %s: live schema: %w", model.Name, err)
+	}
+	rb.live = pgx.Identifier{rb.live}.Sanitize()
+	if err := rb.createShadow(ctx); err != nil {
+		return rep, err
+	}
+	defer rb.dropShadow()
+	rb.src = make([]SourceReport, len(model.Sources))
+	rb.pos = make([]uint64, len(model.Sources))
+	for i, s := range model.Sources {
+		rb.src[i] = SourceReport{Stream: s.Stream, Consumer: s.Consumer}
+	}
+
+	for _, s := range model.Sources {
+		first, _, err := End(ctx, js, Range{Stream: s.Stream})
+		if err != nil {
+			return rep, err
+		}
+		switch {
+		case first > 1 && !withinWindow(ctx, js, s.Stream, first, model.Window):
+			rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("%s starts at seq %d: 1..%d expired", s.Stream, first, first-1))
+		case !opts.From.IsZero():
+			rep.Incomplete = append(rep.Incomplete, fmt.Sprintf("%s replayed from %s, not its start", s.Stream, opts.From))
+		}
+	}
+	if len(rep.Incomplete) > 0 && !opts.Partial {
+		rb.opts.DryRun = true
+	}
+
+	// 1. bulk, 2. catch-up: up to the live checkpoints as they move.
+	targets, total, err := rb.targets(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for round := 0; round <= opts.CatchUpRounds; round++ {
+		if round > 0 {
+			if targets, total, err = rb.targets(ctx); err != nil {
+				return rep, err
+			}
+			if total == 0 {
+				break
+			}
+		}
+		var done uint64
+		for i := range model.Sources {
+			if targets[i] <= rb.pos[i] && rb.pos[i] > 0 {
+				continue
+			}
+			err := applyRange(ctx, db, rb, i, targets[i], func(n uint64) {
+				done += n
+				if opts.Progress != nil && round == 0 {
+					opts.Progress(done, total)
+				}
+			})
+			if err != nil {
+				return rep, err
+			}
+		}
+		opts.Log.Debug().Str("read_model", model.Name).Int("round", round).Uint64("messages", done).Msg("rebuild pass")
+	}
+
+	// 3. swap.
+	if err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return rb.swap(ctx, tx, &rep) }); err != nil {
+		if errors.Is(err, errDryRun) {
+			err = nil
+		}
+		if err != nil {
+			return rep, fmt.Errorf("rebuild %s: swap: %w", model.Name, err)
+		}
+	}
+	rep.Sources = rb.src
+	for _, s := range rb.src {
+		rep.Messages += s.Applied + s.Ignored + s.Malformed + s.Refused
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+var errDryRun = errors.New("dry run")
+
+// withinWindow reports whether the stream's first message (seq first) is
+// older than the model's window: what expired before it is older still,
+// and the model prunes it anyway.
+func withinWindow(ctx context.Context, js jetstream.JetStream, stream string, first uint64, window time.Duration) bool {
+	if window <= 0 {
+		return false
+	}
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false
+	}
+	m, err := s.GetMsg(ctx, first)
+	if err != nil {
+		return false
+	}
+	return m.Time.Before(time.Now().Add(-window))
+}
+
+type rebuild struct {
+	js           jetstream.JetStream
+	db           *pgxpool.Pool
+	model        projection.ReadModel
+	opts         RebuildOptions
+	live, shadow string     // sanitized schema names
+	mu           sync.Mutex // guards src's counters (parallel workers)
+	src          []SourceReport
+	pos          []uint64 // last sequence applied to the shadow, per source
+}
+
+func (rb *rebuild) allTables() []string {
+	var out []string
+	for _, t := range rb.model.Tables {
+		out = append(out, t.Name)
+	}
+	return append(out, rb.model.Scratch...)
+}
+
+func (rb *rebuild) createShadow(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, rb.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DROP SCHEMA IF EXISTS `+rb.shadow+` CASCADE`); err != nil {
+			return fmt.Errorf("drop old shadow %s: %w", rb.shadow, err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+rb.shadow); err != nil {
+			return fmt.Errorf("create shadow %s: %w", rb.shadow, err)
+		}
+		for _, t := range rb.allTables() {
+			name := pgx.Identifier{t}.Sanitize()
+			if _, err := tx.Exec(ctx, `CREATE UNLOGGED TABLE `+rb.shadow+`.`+name+` (LIKE `+rb.live+`.`+name+` INCLUDING ALL)`); err != nil {
+				return fmt.Errorf("shadow of %s: %w", t, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (rb *rebuild) dropShadow() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := rb.db.Exec(ctx, `DROP SCHEMA IF EXISTS `+rb.shadow+` CASCADE`); err != nil {
+		rb.opts.Log.Warn().Err(err).Str("schema", rb.shadow).Msg("drop rebuild shadow")
+	}
+}
+
+// targets returns the sequence each source should be rebuilt to now: the
+// live checkpoint, or the stream's end when the consumer never applied
+// anything; and how many messages that is beyond the shadow's position.
+func (rb *rebuild) targets(ctx context.Context) ([]uint64, uint64, error) {
+	out := make([]uint64, len(rb.model.Sources))
+	var total uint64
+	for i, s := range rb.model.Sources {
+		cp, err := projection.Checkpoint(ctx, rb.db, s.Consumer)
+		if err != nil {
+			return nil, 0, err
+		}
+		first, last, err := End(ctx, rb.js, Range{Stream: s.Stream})
+		if err != nil {
+			return nil, 0, err
+		}
+		t := cp
+		if t == 0 || t > last {
+			t = last
+		}
+		out[i] = t
+		from := rb.pos[i] + 1
+		if rb.pos[i] == 0 {
+			from = max(first, rb.opts.From.Seq)
+		}
+		if t >= from {
+			total += t - from + 1
+		}
+	}
+	return out, total, nil
+}
+
+// applyRange applies source i's messages after the shadow's position up to
+// target, in transactions of opts.Batch messages, and moves the position
+// to the last message read. A source with a Partition runs opts.Workers
+// transactions at once, one partition always on the same worker (in
+// stream order).
+func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, target uint64, progress func(uint64)) error {
+	workers := rb.opts.Workers
+	if rb.model.Sources[i].Partition == nil || workers < 2 {
+		workers = 1
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	queues := make([]chan jsrouter.Msg, workers)
+	var pmu sync.Mutex
+	for w := range queues {
+		q := make(chan jsrouter.Msg, rb.opts.Batch)
+		queues[w] = q
+		g.Go(func() error {
+			var pending []jsrouter.Msg
+			flush := func() error {
+				if len(pending) == 0 {
+					return nil
+				}
+				err := pgx.BeginFunc(gctx, db, func(tx pgx.Tx) error { return rb.apply(gctx, tx, i, pending) })
+				if err != nil {
+					return fmt.Errorf("rebuild %s from %s: %w", rb.model.Name, rb.model.Sources[i].Stream, err)
+				}
+				pmu.Lock()
+				progress(uint64(len(pending)))
+				pmu.Unlock()
+				pending = pending[:0]
+				return nil
+			}
+			for m := range q {
+				pending = append(pending, m)
+				if len(pending) >= rb.opts.Batch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			return flush()
+		})
+	}
+	part := rb.model.Sources[i].Partition
+	var last uint64
+	err := rb.read(gctx, i, target, func(m jsrouter.Msg) error {
+		w := 0
+		if workers > 1 {
+			h := fnv.New32a()
+			_, _ = h.Write([]byte(part(m.Subject)))
+			w = int(h.Sum32() % uint32(workers))
+		}
+		select {
+		case queues[w] <- m:
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+		last = m.Seq
+		return nil
+	})
+	for _, q := range queues {
+		close(q)
+	}
+	if werr := g.Wait(); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return err
+	}
+	if last > 0 {
+		rb.pos[i] = last
+	}
+	return nil
+}
+
+// read calls fn with source i's messages after the shadow's position up
+// to target.
+func (rb *rebuild) read(ctx context.Context, i int, target uint64, fn func(jsrouter.Msg) error) error {
+	s := rb.model.Sources[i]
+	from := Position{Seq: rb.pos[i] + 1}
+	if rb.pos[i] == 0 {
+		from = rb.opts.From
+	}
+	if target == 0 || (from.Seq > 0 && from.Seq > target) {
+		return nil
+	}
+	_, err := Read(ctx, rb.js, Range{Stream: s.Stream, From: from, To: Position{Seq: target}, Batch: rb.opts.Batch}, func(m jetstream.Msg) error {
+		meta, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		// Data and headers stay valid: ordered consumer messages are not
+		// reused.
+		return fn(jsrouter.Msg{Stream: s.Stream, Consumer: s.Consumer, Subject: m.Subject(), Seq: meta.Sequence.Stream,
+			NumDelivered: 1, Data: m.Data(), Header: m.Headers()})
+	})
+	return err
+}
+
+// apply runs msgs of source i in tx against the shadow. A message the
+// schema refuses (projection.Permanent: the live consumer dead-lettered
+// it) is skipped: the batch is retried with a savepoint per message.
+func (rb *rebuild) apply(ctx context.Context, tx pgx.Tx, i int, msgs []jsrouter.Msg) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
+		return fmt.Errorf("shadow search_path: %w", err)
+	}
+	defer func() {
+		// Back to the live schema for what the transaction does next (the
+		// swap); harmless when the transaction is over.
+		_, _ = tx.Exec(ctx, `SET LOCAL search_path TO `+rb.live)
+	}()
+	if err := rb.applyEach(ctx, tx, i, msgs, false); err == nil {
+		return nil
+	} else if !projection.Permanent(err) {
+		return err
+	}
+	return rb.applyEach(ctx, tx, i, msgs, true)
+}
+
+// applyEach applies msgs in one savepoint (perMessage false: any error
+// rolls the savepoint back and is returned), or each in its own savepoint
+// (perMessage: a refused message is counted and skipped).
+func (rb *rebuild) applyEach(ctx context.Context, tx pgx.Tx, i int, msgs []jsrouter.Msg, perMessage bool) error {
+	s := rb.model.Sources[i]
+	var sr SourceReport
+	batch, err := tx.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	defer func() { _ = batch.Rollback(ctx) }() // no-op after Commit
+	for _, m := range msgs {
+		ch, err := s.Decode(m)
+		if err != nil {
+			if !errors.Is(err, streams.ErrMalformed) {
+				return fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
+			}
+			sr.Malformed++ // the live consumer dead-lettered it
+			continue
+		}
+		if ch.Apply == nil {
+			sr.Ignored++
+			continue
+		}
+		if !perMessage {
+			if err := ch.Apply(ctx, batch); err != nil {
+				return fmt.Errorf("%s seq %d: %w", m.Stream, m.Seq, err)
+			}
+			sr.Applied++
+			continue
+		}
+		one, err := batch.Begin(ctx)
+		if err != nil {
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		if err := ch.Apply(ctx, one); err != nil {
+			_ = one.Rollback(ctx)
+			if !projection.Permanent(err) {
+				return fmt.Errorf("%s seq %d: %w", m.Stream, m.Seq, err)
+			}
+			sr.Refused++ // the live consumer dead-lettered it
+			continue
+		}
+		if err := one.Commit(ctx); err != nil {
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+		sr.Applied++
+	}
+	if err := batch.Commit(ctx); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	rb.src[i].Applied += sr.Applied
+	rb.src[i].Ignored += sr.Ignored
+	rb.src[i].Malformed += sr.Malformed
+	rb.src[i].Refused += sr.Refused
+	return nil
+}

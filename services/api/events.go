@@ -1,0 +1,93 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/facho-olt/facho/pkg/replay"
+)
+
+// sseHeartbeat is how often an idle event stream gets a comment line, so
+// proxies and browsers keep the connection.
+const sseHeartbeat = 15 * time.Second
+
+// streamEvents is GET /api/v1/events/stream?olt=&kind=: the live events of
+// `facho tail` as server-sent events for dashboards: ONU changes,
+// executions and notifications from now on, with the same filters (olt: an
+// OLT id; kind: onu, exec, notify, an ONU change kind, an execution phase or
+// a notification kind). Each event is "event: <class>", "id:
+// <stream>-<seq>" and one JSON line of data (replay.TailEvent: the envelope
+// as published, with a summary). Authenticated like the rest of the API.
+// The stream ends when the client goes away.
+func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) *apiError {
+	f := replay.TailFilter{OLT: r.URL.Query().Get("olt"), Kind: r.URL.Query().Get("kind")}
+	if err := f.Validate(); err != nil {
+		field := "kind"
+		if f.OLT != "" && (replay.TailFilter{OLT: f.OLT}).Validate() != nil {
+			field = "olt"
+		}
+		return badField(field, "%s", err.Error())
+	}
+	rc := http.NewResponseController(w)
+	// The server's write timeout is for ordinary responses: this one
+	// lasts as long as the client listens.
+	_ = rc.SetWriteDeadline(time.Time{})
+	var mu sync.Mutex
+	write := func(format string, args ...any) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	ctx := r.Context()
+	done := make(chan struct{})
+	defer close(done)
+	started := false
+	// ready: the consumers exist, every event from here on is sent.
+	ready := func() {
+		started = true
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		_ = write(": facho events\n\n")
+		go func() {
+			t := time.NewTicker(sseHeartbeat)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if write(": heartbeat\n\n") != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	err := replay.Tail(ctx, s.deps.JS, f, ready, func(ev replay.TailEvent) error {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		return write("id: %s-%d\nevent: %s\ndata: %s\n\n", ev.Stream, ev.Seq, ev.Class, b)
+	})
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case !started:
+		s.deps.Log.Warn().Err(err).Msg("event stream")
+		return unavailable("event stream")
+	default:
+		s.deps.Log.Warn().Err(err).Msg("event stream")
+		_ = write("event: error\ndata: %q\n\n", "event stream interrupted; reconnect")
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/facho-olt/facho/services/api/auth"
+)
+
+// routeDoc documents one registered route: the OpenAPI document is built
+// from these (GET /api/v1/openapi.json) and the role is what authorize
+// enforces. A new route is one line in api.go plus one entry here; the
+// OpenAPI test fails for a registered route without one.
+type routeDoc struct {
+	Summary string
+	Tag     string
+	// Role needed; "" = viewer for GET, operator for POST .../run(/),
+	// .../enable and .../disable, admin for anything else.
+	Role auth.Role
+	// Query parameters.
+	Query []param
+	// Body is a zero value of the request body type (nil: no body).
+	Body any
+	// Status of success (default 200).
+	Status int
+	// Public routes need no authentication (health, metrics, login).
+	Public bool
+	// HTML marks a console page: in the route list, not in the OpenAPI
+	// document.
+	HTML bool
+}
+
+type param struct {
+	Name, Type, Desc string
+}
+
+// page is the query of a list: search, sort, pagination, then extra.
+func page(extra ...param) []param {
+	return append([]param{
+		{"q", "string", "search text (case-insensitive substring of names, ids, serials)"},
+		{"sort", "string", "column to sort by; a leading - sorts descending"},
+		{"limit", "integer", "page size"},
+		{"offset", "integer", "rows to skip (server-side pagination)"},
+	}, extra...)
+}
+
+// routeDocs is the documentation of every API route, keyed by its pattern
+// (console pages are documented by package console).
+func routeDocs() map[string]routeDoc {
+	brand := param{"brand_id", "string", "only of this brand"}
+	olt := param{"olt_id", "string", "only of this OLT (coordinator logs: GLOBAL for entries without one)"}
+	job := param{"job_id", "string", "only of this job"}
+	enabled := param{"enabled", "boolean", "only enabled (true) or disabled (false)"}
+	status := param{"status", "string", "only in this status (e.g. ONLINE, SUCCESS)"}
+	return map[string]routeDoc{
+		"GET /api/v1/me":           {Summary: "Who am I: the authenticated user and role", Tag: "users"},
+		"GET /api/v1/openapi.json": {Summary: "This OpenAPI 3.1 document", Tag: "docs"},
+		"GET /api/docs":            {Summary: "The OpenAPI document rendered as HTML", Tag: "docs", HTML: true},
+		"/api/":                    {Summary: "Anything else under /api/: 404 (after authentication)", Tag: "docs"},
+		"GET /healthz":             {Summary: "Health of the API's dependencies", Tag: "ops", Public: true},
+		"GET /metrics":             {Summary: "Prometheus metrics", Tag: "ops", Public: true},
+
+		"GET /api/v1/brands":         {Summary: "List brands", Tag: "brands", Query: page()},
+		"POST /api/v1/brands":        {Summary: "Create a brand (409 when the id exists)", Tag: "brands", Body: brandRequest{}, Status: 201},
+		"GET /api/v1/brands/{id}":    {Summary: "Get a brand", Tag: "brands"},
+		"PUT /api/v1/brands/{id}":    {Summary: "Replace a brand", Tag: "brands", Body: brandRequest{}, Status: 202},
+		"PATCH /api/v1/brands/{id}":  {Summary: "Change some fields of a brand", Tag: "brands", Body: brandRequest{}, Status: 202},
+		"DELETE /api/v1/brands/{id}": {Summary: "Delete a brand (409 while OIDs, OLTs or jobs use it)", Tag: "brands", Status: 202},
+
+		"GET /api/v1/oids":         {Summary: "List OIDs", Tag: "oids", Query: page(brand)},
+		"POST /api/v1/oids":        {Summary: "Create an OID (409 when the id exists)", Tag: "oids", Body: oidRequest{}, Status: 201},
+		"GET /api/v1/oids/{id}":    {Summary: "Get an OID", Tag: "oids"},
+		"PUT /api/v1/oids/{id}":    {Summary: "Replace an OID", Tag: "oids", Body: oidRequest{}, Status: 202},
+		"PATCH /api/v1/oids/{id}":  {Summary: "Change some fields of an OID", Tag: "oids", Body: oidRequest{}, Status: 202},
+		"DELETE /api/v1/oids/{id}": {Summary: "Delete an OID (409 while a job uses it)", Tag: "oids", Status: 202},
+
+		"GET /api/v1/olts":               {Summary: "List OLTs", Tag: "olts", Query: page(brand, enabled)},
+		"POST /api/v1/olts":              {Summary: "Create an OLT (409 when the id exists); the community is sealed at once", Tag: "olts", Body: oltRequest{}, Status: 201},
+		"GET /api/v1/olts/{id}":          {Summary: "Get an OLT (never its community)", Tag: "olts"},
+		"PUT /api/v1/olts/{id}":          {Summary: "Replace an OLT (the community is kept when absent)", Tag: "olts", Body: oltRequest{}, Status: 202},
+		"PATCH /api/v1/olts/{id}":        {Summary: "Change some fields of an OLT", Tag: "olts", Body: oltRequest{}, Status: 202},
+		"DELETE /api/v1/olts/{id}":       {Summary: "Delete an OLT: it loses all pending work", Tag: "olts", Status: 202},
+		"POST /api/v1/olts/{id}/enable":  {Summary: "Enable an OLT", Tag: "olts", Role: auth.Operator, Status: 202},
+		"POST /api/v1/olts/{id}/disable": {Summary: "Disable an OLT", Tag: "olts", Role: auth.Operator, Status: 202},
+		"GET /api/v1/olts/{id}/onus":     {Summary: "List the ONUs of an OLT (404 for an unknown OLT)", Tag: "olts", Query: page(status)},
+
+		"GET /api/v1/jobs":                             {Summary: "List SNMP jobs", Tag: "jobs", Query: page(brand, enabled)},
+		"POST /api/v1/jobs":                            {Summary: "Create a job (409 when the id exists)", Tag: "jobs", Body: jobRequest{}, Status: 201},
+		"GET /api/v1/jobs/{id}":                        {Summary: "Get a job", Tag: "jobs"},
+		"PUT /api/v1/jobs/{id}":                        {Summary: "Replace a job", Tag: "jobs", Body: jobRequest{}, Status: 202},
+		"PATCH /api/v1/jobs/{id}":                      {Summary: "Change some fields of a job", Tag: "jobs", Body: jobRequest{}, Status: 202},
+		"DELETE /api/v1/jobs/{id}":                     {Summary: "Delete a job", Tag: "jobs", Status: 202},
+		"POST /api/v1/jobs/{id}/enable":                {Summary: "Enable a job", Tag: "jobs", Role: auth.Operator, Status: 202},
+		"POST /api/v1/jobs/{id}/disable":               {Summary: "Disable a job", Tag: "jobs", Role: auth.Operator, Status: 202},
+		"GET /api/v1/jobs/{id}/olts":                   {Summary: "List the OLTs a job is assigned to (404 for an unknown job)", Tag: "assignments", Query: page(enabled)},
+		"POST /api/v1/jobs/{id}/olts":                  {Summary: "Assign a job to an OLT (409 when assigned)", Tag: "assignments", Body: assignRequest{}, Status: 201},
+		"GET /api/v1/jobs/{id}/olts/{olt_id}":          {Summary: "Get an assignment", Tag: "assignments"},
+		"PUT /api/v1/jobs/{id}/olts/{olt_id}":          {Summary: "Replace an assignment", Tag: "assignments", Body: assignRequest{}, Status: 202},
+		"PATCH /api/v1/jobs/{id}/olts/{olt_id}":        {Summary: "Change an assignment", Tag: "assignments", Body: assignRequest{}, Status: 202},
+		"DELETE /api/v1/jobs/{id}/olts/{olt_id}":       {Summary: "Unassign a job from an OLT", Tag: "assignments", Status: 202},
+		"POST /api/v1/jobs/{id}/olts/{olt_id}/enable":  {Summary: "Enable an assignment", Tag: "assignments", Role: auth.Operator, Status: 202},
+		"POST /api/v1/jobs/{id}/olts/{olt_id}/disable": {Summary: "Disable an assignment", Tag: "assignments", Role: auth.Operator, Status: 202},
+		"GET /api/v1/assignments":                      {Summary: "List every assignment of a job to an OLT", Tag: "assignments", Query: page(job, olt, enabled)},
+		"GET /api/v1/executions":                       {Summary: "List executions, newest first", Tag: "executions", Query: page(olt, job, status)},
+		"GET /api/v1/executions/{id}":                  {Summary: "Get an execution with its attempts", Tag: "executions"},
+		"GET /api/v1/coordinator-logs":                 {Summary: "List coordinator logs, newest first", Tag: "logs", Query: page(olt, param{"level", "string", "DEBUG, INFO, WARNING, ERROR, CRITICAL"}, param{"event_type", "string", "e.g. TASK_ADDED"}, param{"since", "string", "RFC 3339 time: not before"}, param{"until", "string", "RFC 3339 time: not after"})},
+		"GET /api/v1/events/stream": {Summary: "Live ONU changes, executions and notifications as server-sent events (text/event-stream; the filters of facho tail)", Tag: "events",
+			Query: []param{{"olt", "string", "only this OLT id"}, {"kind", "string", "onu, exec, notify, an ONU change (discovered, status, updated), a phase (started, succeeded, failed, skipped, interrupted) or a notification kind"}}},
+		"GET /api/v1/quotas": {Summary: "List hourly quota trackers (seed 003 quota_tracker: per OLT, task type = job id, hour), newest hour first", Tag: "quotas",
+			Query: page(olt, param{"task_type", "string", "only of this task type (job id)"}, param{"status", "string", "IN_PROGRESS, COMPLETED, PARTIAL, QUOTA_NOT_MET, INTERRUPTED"}, param{"since", "string", "RFC 3339 time: hours starting not before"}, param{"until", "string", "RFC 3339 time: hours starting not after"})},
+		"GET /api/v1/violations": {Summary: "List quota violations (seed 003 quota_violations), newest first", Tag: "quotas",
+			Query: page(olt, param{"task_type", "string", "only of this task type (job id)"}, param{"severity", "string", "LOW, MEDIUM, HIGH, CRITICAL"}, param{"notified", "boolean", "only notified (true) or not yet (false)"}, param{"since", "string", "RFC 3339 time: hours starting not before"}, param{"until", "string", "RFC 3339 time: hours starting not after"})},
+		"GET /api/v1/violations/{id}":          {Summary: "Get a quota violation with its JSON report", Tag: "quotas"},
+		"GET /api/v1/webhooks":                 {Summary: "List webhooks (never their secret)", Tag: "webhooks", Query: page(enabled)},
+		"POST /api/v1/webhooks":                {Summary: "Create a webhook: url, events (quota_violation, olt_disabled, repeated_failures), secret (sealed at once; generated and shown once when absent)", Tag: "webhooks", Body: webhookRequest{}, Status: 201},
+		"GET /api/v1/webhooks/{id}":            {Summary: "Get a webhook (never its secret)", Tag: "webhooks"},
+		"PUT /api/v1/webhooks/{id}":            {Summary: "Change a webhook (the secret is kept when absent)", Tag: "webhooks", Body: webhookRequest{}},
+		"PATCH /api/v1/webhooks/{id}":          {Summary: "Change some fields of a webhook", Tag: "webhooks", Body: webhookRequest{}},
+		"DELETE /api/v1/webhooks/{id}":         {Summary: "Delete a webhook and its delivery records", Tag: "webhooks"},
+		"GET /api/v1/webhooks/{id}/deliveries": {Summary: "List a webhook's deliveries, newest first: status (pending, delivered, failed), attempts, last error", Tag: "webhooks", Query: page(param{"status", "string", "pending, delivered or failed"})},
+		"GET /api/v1/pollers/{$}":              {Summary: "List the pollers (seed 004): every execution slot of every live poller process, with status FREE/BUSY, current_node_id, busy_time, total_time, busy_percentage, tasks_completed, tasks_delayed", Tag: "pollers"},
+		"GET /api/v1/pollers/stats/{$}":        {Summary: "Global poller stats (seed 004's PollerStats): total_pollers, free_pollers, busy_pollers, busy_percentage, queue_size, is_saturated (busy_percentage > 75), total_tasks_completed, total_tasks_delayed", Tag: "pollers"},
+		"GET /api/v1/users":                    {Summary: "List users", Tag: "users", Role: auth.Admin},
+		"POST /api/v1/users":                   {Summary: "Create a user (409 when the username exists)", Tag: "users", Body: userRequest{}, Status: 201},
+		"GET /api/v1/users/{id}":               {Summary: "Get a user", Tag: "users", Role: auth.Admin},
+		"PATCH /api/v1/users/{id}":             {Summary: "Change a user's role, password or disabled flag", Tag: "users", Body: userRequest{}},
+		"DELETE /api/v1/users/{id}":            {Summary: "Delete a user with their sessions and tokens", Tag: "users"},
+		"GET /api/v1/tokens":                   {Summary: "List my API tokens (an admin's: everyone's)", Tag: "tokens"},
+		"POST /api/v1/tokens":                  {Summary: "Create an API token for me; its secret is shown once", Tag: "tokens", Role: auth.Viewer, Body: tokenRequest{}, Status: 201},
+		"DELETE /api/v1/tokens/{id}":           {Summary: "Revoke an API token (mine; an admin: anyone's)", Tag: "tokens", Role: auth.Viewer, Status: 202},
+	}
+}
+
+// routeRole is the role a route needs.
+func routeRole(pattern string) auth.Role {
+	if d, ok := routeDocs()[pattern]; ok && d.Role != "" {
+		return d.Role
+	}
+	method, path, _ := strings.Cut(pattern, " ")
+	if method == http.MethodGet || method == http.MethodHead || !strings.Contains(pattern, " ") {
+		return auth.Viewer
+	}
+	// Operators' actions by convention: run now, enable, disable.
+	for _, action := range []string{"/run", "/run/", "/enable", "/disable"} {
+		if method == http.MethodPost && strings.HasSuffix(path, action) {
+			return auth.Operator
+		}
+	}
+	return auth.Admin
+}
+
+var pathParamRE = regexp.MustCompile(`\{([a-z_]+)(\.\.\.)?\}`)
+
+// openAPIDocument builds the OpenAPI 3.1 document of the registered API
+// routes.
+func (s *server) openAPIDocument() map[string]any {
+	docs := routeDocs()
+	paths := map[string]map[string]any{}
+	r := jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
+	for _, pattern := range s.mux.patterns {
+		method, path, ok := strings.Cut(pattern, " ")
+		if !ok {
+			continue // a catch-all without method (documented in routeDocs, not an operation)
+		}
+		d, ok := docs[pattern]
+		if !ok || d.HTML {
+			continue
+		}
+		path = strings.TrimSuffix(path, "{$}")
+		oaPath := pathParamRE.ReplaceAllString(path, "{$1}")
+		op := map[string]any{
+			"summary":     d.Summary,
+			"operationId": operationID(method, oaPath),
+			"tags":        []string{d.Tag},
+		}
+		var params []map[string]any
+		for _, m := range pathParamRE.FindAllStringSubmatch(path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		for _, q := range d.Query {
+			params = append(params, map[string]any{"name": q.Name, "in": "query", "description": q.Desc, "schema": map[string]any{"type": q.Type}})
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		if d.Body != nil {
+			sch := r.Reflect(d.Body)
+			sch.Version = ""
+			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": sch}}}
+		}
+		status := d.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		resp := map[string]any{
+			itoa(status): map[string]any{"description": http.StatusText(status), "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}},
+		}
+		if !d.Public {
+			resp["401"] = map[string]any{"$ref": "#/components/responses/Unauthorized"}
+			resp["403"] = map[string]any{"$ref": "#/components/responses/Forbidden"}
+			op["x-role"] = string(routeRole(pattern))
+		} else {
+			op["security"] = []any{}
+		}
+		if d.Body != nil {
+			resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}
+		}
+		if strings.Contains(path, "{") {
+			resp["404"] = map[string]any{"$ref": "#/components/responses/NotFound"}
+		}
+		if method == http.MethodPost && status == http.StatusCreated {
+			resp["409"] = map[string]any{"$ref": "#/components/responses/Conflict"}
+		}
+		op["responses"] = resp
+		if paths[oaPath] == nil {
+			paths[oaPath] = map[string]any{}
+		}
+		paths[oaPath][strings.ToLower(method)] = op
+	}
+	errSchema := map[string]any{"type": "object", "properties": map[string]any{
+		"error": map[string]any{"type": "string"},
+		"field": map[string]any{"type": "string", "description": "the input field at fault (400 only)"},
+	}, "required": []string{"error"}}
+	errResp := func(what string) map[string]any {
+		return map[string]any{"description": what, "content": map[string]any{"application/json": map[string]any{"schema": errSchema}}}
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "Facho API",
+			"version":     "1",
+			"description": "Configuration (published as events on FACHO_CONFIG, answered at once: never blocked on SNMP work) and queries over the read models. Authenticate with `Authorization: Bearer <token>`: a user's API token (scope = the user's role) or one of FACHO_API_TOKENS (admin). Roles: viewer reads; operator also runs, enables and disables; admin also changes configuration and users. x-role names the role an operation needs.",
+		},
+		"paths": paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{
+				"bearer":  map[string]any{"type": "http", "scheme": "bearer"},
+				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie, "description": "console session; unsafe methods also need the X-CSRF-Token header"},
+			},
+			"responses": map[string]any{
+				"BadRequest":   errResp("invalid input; field names the input at fault"),
+				"Unauthorized": errResp("no valid token or session"),
+				"Forbidden":    errResp("the role does not allow it, or CSRF token missing"),
+				"NotFound":     errResp("no such resource (or parent)"),
+				"Conflict":     errResp("the id already exists, or the resource is in use"),
+			},
+		},
+		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}},
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func operationID(method, path string) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(method))
+	for _, part := range strings.Split(path, "/") {
+		part = strings.Trim(part, "{}")
+		if part == "" || part == "api" || part == "v1" {
+			continue
+		}
+		for _, w := range strings.FieldsFunc(part, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
+}
+
+func (s *server) openAPI(w http.ResponseWriter, _ *http.Request) *apiError {
+	writeJSON(w, http.StatusOK, s.openAPIDocument())
+	return nil
+}
+
+// apiDocs renders the OpenAPI document as one HTML page (no script, no
+// CDN).
+func (s *server) apiDocs(w http.ResponseWriter, _ *http.Request) {
+	doc := s.openAPIDocument()
+	paths := doc["paths"].(map[string]map[string]any)
+	keys := make([]string, 0, len(paths))
+	for k := range paths {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	type op struct {
+		Method, Path, Summary, Role, Tag string
+		Params                           []map[string]any
+		Body                             string
+		Responses                        []string
+	}
+	var ops []op
+	for _, p := range keys {
+		for _, m := range []string{"get", "post", "put", "patch", "delete"} {
+			o, ok := paths[p][m].(map[string]any)
+			if !ok {
+				continue
+			}
+			x := op{Method: strings.ToUpper(m), Path: p, Summary: o["summary"].(string), Tag: o["tags"].([]string)[0]}
+			x.Role, _ = o["x-role"].(string)
+			x.Params, _ = o["parameters"].([]map[string]any)
+			if rb, ok := o["requestBody"].(map[string]any); ok {
+				b, _ := json.MarshalIndent(rb["content"].(map[string]any)["application/json"].(map[string]any)["schema"], "", "  ")
+				x.Body = string(b)
+			}
+			for code := range o["responses"].(map[string]any) {
+				x.Responses = append(x.Responses, code)
+			}
+			sort.Strings(x.Responses)
+			ops = append(ops, x)
+		}
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = s.docsTmpl.Execute(w, map[string]any{"Ops": ops, "Info": doc["info"]})
+}
+
+// apiDocsHTML renders the operations of the OpenAPI document.
+const apiDocsHTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Facho API</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f5f6f8}
+header{background:#1d2330;color:#fff;padding:10px 20px}header a{color:#9cc3ff}
+main{max-width:1100px;margin:0 auto;padding:16px 20px}
+details{background:#fff;border:1px solid #dde1e7;border-radius:6px;margin:6px 0}
+summary{padding:8px 12px;cursor:pointer;display:flex;gap:10px;align-items:center}
+.m{font:600 12px monospace;padding:2px 6px;border-radius:4px;color:#fff;min-width:54px;text-align:center}
+.GET{background:#2f7d32}.POST{background:#1565c0}.PUT{background:#8e5b00}.PATCH{background:#6a4c93}.DELETE{background:#b3261e}
+code,pre{font:12px monospace}pre{background:#f0f2f5;padding:8px;overflow:auto;margin:0 12px 10px}
+.role{margin-left:auto;font-size:12px;color:#5b6472}.body{padding:0 12px 10px}table{border-collapse:collapse;margin:0 12px 10px}
+td,th{border-bottom:1px solid #eee;padding:3px 8px;text-align:left;font-size:13px}
+</style></head><body>
+<header><strong>Facho API</strong> · OpenAPI 3.1: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a> · <a href="/">console</a></header>
+<main><p>{{index .Info "description"}}</p>
+{{range .Ops}}<details id="{{.Method}}-{{.Path}}"><summary><span class="m {{.Method}}">{{.Method}}</span><code>{{.Path}}</code> {{.Summary}}<span class="role">{{.Tag}}{{if .Role}} · role {{.Role}}{{else}} · public{{end}}</span></summary>
+{{if .Params}}<table><tr><th>parameter</th><th>in</th><th>type</th><th></th></tr>{{range .Params}}<tr><td><code>{{index . "name"}}</code></td><td>{{index . "in"}}</td><td>{{index (index . "schema") "type"}}</td><td>{{index . "description"}}</td></tr>{{end}}</table>{{end}}
+{{if .Body}}<div class="body">Request body (JSON):</div><pre>{{.Body}}</pre>{{end}}
+<div class="body">Responses: {{range .Responses}}<code>{{.}}</code> {{end}}</div></details>
+{{end}}</main></body></html>`

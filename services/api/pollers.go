@@ -1,0 +1,237 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// Pollers (seed 004): GET /api/v1/pollers/ and GET /api/v1/pollers/stats/
+// read the KV bucket streams.BucketPollers, where every poller process
+// writes the state of its execution slots every few seconds (services/
+// poller, stats.go); the API never calls a poller. A process that stops
+// writing disappears with the bucket's TTL (FACHO_POLLERS_TTL).
+
+// saturatedPercent is seed 004's saturation threshold: busy > 75 %.
+const saturatedPercent = 75.0
+
+// pollerList is the answer of GET /api/v1/pollers/.
+type pollerList struct {
+	Count   int                   `json:"count"`
+	Pollers []streams.PollerState `json:"pollers"`
+}
+
+// pollerStats is seed 004's PollerStats, the answer of GET
+// /api/v1/pollers/stats/.
+type pollerStats struct {
+	TotalPollers int `json:"total_pollers"`
+	FreePollers  int `json:"free_pollers"`
+	BusyPollers  int `json:"busy_pollers"`
+	// BusyPercentage is the mean of the pollers' busy_percentage (each
+	// over its process's window, FACHO_POLLER_STATS_WINDOW).
+	BusyPercentage float64 `json:"busy_percentage"`
+	// QueueSize is the number of NodeDue waiting for a poller: the poller
+	// consumer's pending plus unacknowledged messages, less the BUSY
+	// pollers (those are running theirs).
+	QueueSize   int  `json:"queue_size"`
+	IsSaturated bool `json:"is_saturated"`
+	// The totals are over the pollers listed now (each since its process
+	// started): a process that ended takes its counts with it.
+	TotalTasksCompleted int64     `json:"total_tasks_completed"`
+	TotalTasksDelayed   int64     `json:"total_tasks_delayed"`
+	TotalTasksFailed    int64     `json:"total_tasks_failed"`
+	Processes           int       `json:"processes"`
+	Timestamp           time.Time `json:"timestamp"`
+}
+
+// readPollers returns every live poller process's state, ordered by
+// process id.
+func readPollers(ctx context.Context, js jetstream.JetStream) ([]streams.PollerProcess, error) {
+	kv, err := js.KeyValue(ctx, streams.BucketPollers)
+	if err != nil {
+		return nil, fmt.Errorf("open kv %s: %w", streams.BucketPollers, err)
+	}
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("watch kv %s: %w", streams.BucketPollers, err)
+	}
+	defer func() { _ = w.Stop() }()
+	var out []streams.PollerProcess
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read kv %s: %w", streams.BucketPollers, ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("read kv %s: watcher closed", streams.BucketPollers)
+			}
+			if e == nil { // every current value seen
+				sort.Slice(out, func(i, j int) bool { return out[i].ProcessID < out[j].ProcessID })
+				return out, nil
+			}
+			var p streams.PollerProcess
+			if err := json.Unmarshal(e.Value(), &p); err != nil {
+				continue // not ours to fix: the writer is a poller of another version
+			}
+			sort.Slice(p.Pollers, func(i, j int) bool { return p.Pollers[i].Slot < p.Pollers[j].Slot })
+			out = append(out, p)
+		}
+	}
+}
+
+// summarize builds PollerStats from the processes and the number of
+// NodeDue the poller consumer holds (pending + unacknowledged).
+func summarize(procs []streams.PollerProcess, held int, now time.Time) pollerStats {
+	st := pollerStats{Processes: len(procs), Timestamp: now.UTC()}
+	sum := 0.0
+	for _, p := range procs {
+		for _, ps := range p.Pollers {
+			st.TotalPollers++
+			if ps.Status == streams.PollerBusy {
+				st.BusyPollers++
+			} else {
+				st.FreePollers++
+			}
+			sum += ps.BusyPercentage
+			st.TotalTasksCompleted += ps.TasksCompleted
+			st.TotalTasksDelayed += ps.TasksDelayed
+			st.TotalTasksFailed += ps.TasksFailed
+		}
+	}
+	if st.TotalPollers > 0 {
+		st.BusyPercentage = sum / float64(st.TotalPollers)
+	}
+	st.IsSaturated = st.BusyPercentage > saturatedPercent
+	st.QueueSize = max(held-st.BusyPollers, 0)
+	return st
+}
+
+// nodeDueHeld is what the poller consumer holds: NodeDue not yet delivered
+// plus those delivered and not yet acknowledged (running, or put back for
+// later because their OLT is busy).
+func nodeDueHeld(ctx context.Context, js jetstream.JetStream) (int, error) {
+	cons, err := js.Consumer(ctx, streams.StreamSchedule, streams.ConsumerPoller)
+	if err != nil {
+		return 0, fmt.Errorf("consumer %s/%s: %w", streams.StreamSchedule, streams.ConsumerPoller, err)
+	}
+	info := cons.CachedInfo()
+	return int(info.NumPending) + info.NumAckPending, nil
+}
+
+func (s *server) pollersUnavailable(err error) *apiError {
+	s.deps.Log.Warn().Err(err).Msg("read pollers")
+	return unavailable("poller state")
+}
+
+// listPollers answers GET /api/v1/pollers/: every execution slot of every
+// live poller process.
+func (s *server) listPollers(w http.ResponseWriter, r *http.Request) *apiError {
+	ctx, cancel := s.query(r)
+	defer cancel()
+	procs, err := readPollers(ctx, s.deps.JS)
+	if err != nil {
+		return s.pollersUnavailable(err)
+	}
+	out := pollerList{Pollers: []streams.PollerState{}}
+	for _, p := range procs {
+		out.Pollers = append(out.Pollers, p.Pollers...)
+	}
+	out.Count = len(out.Pollers)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// pollerStatsNow reads the pollers and the consumer.
+func (s *server) pollerStatsNow(ctx context.Context) (pollerStats, error) {
+	procs, err := readPollers(ctx, s.deps.JS)
+	if err != nil {
+		return pollerStats{}, err
+	}
+	held, err := nodeDueHeld(ctx, s.deps.JS)
+	if err != nil {
+		return pollerStats{}, err
+	}
+	return summarize(procs, held, s.deps.Now()), nil
+}
+
+// getPollerStats answers GET /api/v1/pollers/stats/.
+func (s *server) getPollerStats(w http.ResponseWriter, r *http.Request) *apiError {
+	ctx, cancel := s.query(r)
+	defer cancel()
+	st, err := s.pollerStatsNow(ctx)
+	if err != nil {
+		return s.pollersUnavailable(err)
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// pollerCollector exports PollerStats as gauges, read from the bucket at
+// each scrape. A failed read exports nothing (logged), so /metrics still
+// answers.
+type pollerCollector struct {
+	s                                                  *server
+	total, busy, free, busyPct, saturated, queue, proc *prometheus.Desc
+}
+
+func newPollerCollector(s *server) *pollerCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &pollerCollector{
+		s:         s,
+		total:     d("facho_pollers", "Execution slots of the live poller processes (seed 004's total_pollers)."),
+		busy:      d("facho_pollers_busy", "Pollers running a node now (busy_pollers)."),
+		free:      d("facho_pollers_free", "Pollers free now (free_pollers)."),
+		busyPct:   d("facho_pollers_busy_percentage", "Mean busy percentage of the pollers over their window (busy_percentage), 0..100."),
+		saturated: d("facho_pollers_saturated", "1 when facho_pollers_busy_percentage is above 75 (is_saturated)."),
+		queue:     d("facho_pollers_queue_size", "NodeDue waiting for a poller (queue_size): the poller consumer's pending + unacknowledged, less the busy pollers."),
+		proc:      d("facho_poller_processes", "Live poller processes (keys of the facho_pollers bucket)."),
+	}
+}
+
+func (c *pollerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.total, c.busy, c.free, c.busyPct, c.saturated, c.queue, c.proc} {
+		ch <- d
+	}
+}
+
+func (c *pollerCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.QueryTimeout)
+	defer cancel()
+	st, err := c.s.pollerStatsNow(ctx)
+	if err != nil {
+		c.s.deps.Log.Warn().Err(err).Msg("poller metrics")
+		return
+	}
+	sat := 0.0
+	if st.IsSaturated {
+		sat = 1
+	}
+	for _, m := range []struct {
+		d *prometheus.Desc
+		v float64
+	}{
+		{c.total, float64(st.TotalPollers)}, {c.busy, float64(st.BusyPollers)}, {c.free, float64(st.FreePollers)},
+		{c.busyPct, st.BusyPercentage}, {c.saturated, sat}, {c.queue, float64(st.QueueSize)}, {c.proc, float64(st.Processes)},
+	} {
+		if cm, err := prometheus.NewConstMetric(m.d, prometheus.GaugeValue, m.v); err == nil {
+			ch <- cm
+		}
+	}
+}
+
+// registerPollerMetrics registers the pollers' gauges on the API's
+// registry.
+func (s *server) registerPollerMetrics() error {
+	if err := s.deps.Registry.Register(newPollerCollector(s)); err != nil {
+		return fmt.Errorf("register poller metrics: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package auditor
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/projection"
+	"github.com/facho-olt/facho/streams"
+)
+
+// ReadModelCoordinatorLogs is the coordinator log's name for `facho rebuild`.
+const ReadModelCoordinatorLogs = "coordinator_logs"
+
+// ReadModels registers the auditor's rebuildable read models
+// (pkg/replay.Rebuild): the quotas and violations (quota_readmodels.go),
+// and coordinator_logs from its three live consumers, with
+// the decoders Run uses. A rebuild runs Apply only, never Committed: the
+// rotating file gets no line. Rows older than cfg.Retention are pruned from
+// the rebuild, as the daily cleanup prunes them live; the id is a sequence,
+// so rows are compared by (source_stream, source_seq) and a swap takes new
+// ids from the live sequence.
+func ReadModels(cfg Config, log zerolog.Logger, now func() time.Time) ([]projection.ReadModel, error) {
+	cfg = cfg.WithDefaults()
+	if now == nil {
+		now = time.Now
+	}
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
+	a := &auditor{cfg: cfg, deps: Deps{Log: log, Now: now}, m: m, file: &fileLog{w: io.Discard}}
+	return append([]projection.ReadModel{{
+		Name:        ReadModelCoordinatorLogs,
+		Description: "coordinator logs, from execution lifecycle and audit events",
+		Sources: []projection.Source{
+			// Inserts only, one row per message: any partition will do.
+			{Stream: streams.StreamExec, Consumer: streams.ConsumerAuditorExec, Decode: projection.SubjectChecked(a.decoder(fromExec)), Partition: projection.SubjectToken(2)},
+			{Stream: streams.StreamAudit, Consumer: streams.ConsumerAuditorAudit, Decode: projection.SubjectChecked(a.decoder(fromAudit)), Partition: projection.SubjectToken(2)},
+			// QUOTA_VIOLATION rows, from the quota violation notifications.
+			{Stream: streams.StreamNotify, Consumer: streams.ConsumerAuditorNotifyLog, Decode: projection.SubjectChecked(a.violationLogDecoder)},
+		},
+		Tables: []projection.Table{{
+			Name: "coordinator_logs", Key: []string{"source_stream", "source_seq"},
+			Ignore: []string{"id"}, Generated: []string{"id"},
+		}},
+		// Events older than the retention make no row: a stream that lost
+		// only those still holds the whole model.
+		Window: cfg.Retention,
+		Prune: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `DELETE FROM coordinator_logs WHERE "timestamp" < $1`, now().Add(-cfg.Retention))
+			return err
+		},
+	}}, a.quotaReadModels()...), nil
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/natsembed"
+	"github.com/facho-olt/facho/pkg/pgtest"
+	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/services/projector"
+	"github.com/facho-olt/facho/streams"
+)
+
+// Huawei MA5800 ONU table columns, as the demo job reads them.
+const hwBase = ".1.3.6.1.4.1.2011.6.128.1.1.2."
+
+var noReading = int64(2147483647)
+
+var benchColumns = []streams.OIDSpec{
+	{ID: "hw-serial", OID: hwBase[1:] + "43.1.3", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "hex_serial"}},
+	{ID: "hw-desc", OID: hwBase[1:] + "43.1.9", Field: streams.FieldDescription, Decoder: streams.Decoder{Kind: "string"}},
+	{ID: "hw-status", OID: hwBase[1:] + "46.1.15", Field: streams.FieldStatus, Decoder: streams.Decoder{Kind: "enum", Enum: map[string]string{"1": "ONLINE", "2": "OFFLINE"}}},
+	{ID: "hw-rx", OID: hwBase[1:] + "51.1.4", Field: streams.FieldRxPower, Decoder: streams.Decoder{Kind: "scaled", Scale: 0.01, NoReading: &noReading}},
+}
+
+// benchBatch is batch b of a walk: 128 ONUs of one PON, 4 varbinds each,
+// the way the poller publishes them (500-varbind batches by default).
+func benchBatch(tb testing.TB, b int, at time.Time) ([]byte, int) {
+	olt := fmt.Sprintf("olt-%d", b%10)
+	pon := int64(4194304000 + (b/10%16)*256)
+	bt := streams.VarbindBatch{ExecutionID: fmt.Sprintf("exec-%d", b/160), JobID: "job-get", OLTID: olt, BrandID: "huawei",
+		IndexScheme: projector.SchemePonONU, LeaseRevision: uint64(b/160 + 1), Batch: b % 160, Columns: benchColumns, CollectedAt: at}
+	for o := int64(0); o < 128; o++ {
+		idx := fmt.Sprintf(".%d.%d", pon, o)
+		serial := hex.EncodeToString([]byte{'H', 'W', 'T', 'C', byte(o), byte(pon), 0x1a, byte(b % 7)})
+		status := "1"
+		if (o+int64(b))%9 == 0 {
+			status = "2"
+		}
+		bt.Varbinds = append(bt.Varbinds,
+			streams.Varbind{OID: hwBase + "43.1.3" + idx, Type: streams.VTOctetString, Value: serial},
+			streams.Varbind{OID: hwBase + "43.1.9" + idx, Type: streams.VTOctetString, Value: hex.EncodeToString(fmt.Appendf(nil, "cliente %d-%d", pon%1000, o))},
+			streams.Varbind{OID: hwBase + "46.1.15" + idx, Type: streams.VTInteger, Value: status},
+			streams.Varbind{OID: hwBase + "51.1.4" + idx, Type: streams.VTInteger, Value: fmt.Sprint(-1800 - (o*7+int64(b))%900)},
+		)
+	}
+	data, err := streams.Encode("poller-bench", at, bt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data, len(bt.Varbinds)
+}
+
+// benchStream starts a file-storage server with compression c and fills
+// the varbind stream with n batches; it returns the connection, the stream
+// directory's bytes on disk and the varbinds published.
+func benchStream(b *testing.B, c string, n int) (jetstream.JetStream, map[string]int64, int) {
+	b.Helper()
+	dir := b.TempDir()
+	srv, err := natsembed.Start(natsembed.Config{Port: -1, StoreDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := streams.Provision(ctx, js, streams.Options{Compression: c, VarbindsMaxAge: 365 * 24 * time.Hour}); err != nil {
+		b.Fatal(err)
+	}
+	varbinds := 0
+	at := time.Now().Add(-time.Hour)
+	for i := 0; i < n; i++ {
+		data, v := benchBatch(b, i, at.Add(time.Duration(i)*time.Second))
+		varbinds += v
+		if _, err := js.PublishAsync(streams.SubjectVarbinds(fmt.Sprintf("olt-%d", i%10)), data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// ONU changes as the projector publishes them: an ONU whose Rx moved
+	// since the last poll (the commonest change), 100 per batch.
+	for i := 0; i < n*100; i++ {
+		prev := -18.0 - float64(i%700)/100
+		cur := prev - 0.01
+		ev := streams.ONUChanged{OLTID: fmt.Sprintf("olt-%d", i%10), PonIndex: int64(4194304000 + (i/128%16)*256), ONUID: int64(i % 128),
+			Change: streams.ONUUpdated, Previous: &streams.ONUState{Serial: fmt.Sprintf("HWTC%08X", i%20000), Description: "cliente", Status: "ONLINE", RxPowerDBm: &prev},
+			Current:     streams.ONUState{Serial: fmt.Sprintf("HWTC%08X", i%20000), Description: "cliente", Status: "ONLINE", RxPowerDBm: &cur},
+			ExecutionID: fmt.Sprintf("exec-%d", i/16000), ObservedAt: at.Add(time.Duration(i) * time.Millisecond)}
+		id := streams.MsgID("onu", ev.OLTID, uint64(i/100+1), ev.PonIndex, ev.ONUID)
+		data, err := streams.EncodeWithID(id, "projector-bench", ev.ObservedAt, ev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := js.PublishAsync(streams.SubjectONU(ev.OLTID, ev.Change), data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(5 * time.Minute):
+		b.Fatal("publish did not complete")
+	}
+	// On disk after a clean shutdown (blocks are compressed as they are
+	// sealed); then the server is started again on the same store.
+	srv.Shutdown()
+	disk := map[string]int64{}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Base(filepath.Dir(path)) != "msgs" {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			disk[filepath.Base(filepath.Dir(filepath.Dir(path)))] += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err = natsembed.Start(natsembed.Config{Port: -1, StoreDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Shutdown)
+	nc, err = nats.Connect(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	if js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512)); err != nil {
+		b.Fatal(err)
+	}
+	return js, disk, varbinds
+}
+
+// BenchmarkStreamTools prints the stream tools' figures beside a plain
+// ordered-consumer read of the same stream, in the same run:
+//
+//	go test -run '^$' -bench StreamTools -benchtime 1x ./services/facho/cmd/facho
+//
+// bytes per varbind on disk with S2 and without; messages per second of
+// a plain ordered consumer, replay.Read, `facho replay` (JSON lines) and
+// `facho export varbinds` (rows per second), and `facho rebuild
+// onu_data` (events and varbinds per second, Postgres included).
+func BenchmarkStreamTools(b *testing.B) {
+	const batches = 1000
+	_, rawDisks, varbinds := benchStream(b, streams.CompressionNone, batches)
+	js, s2Disks, _ := benchStream(b, streams.CompressionS2, batches)
+	rawDisk, s2Disk := rawDisks[streams.StreamVarbinds], s2Disks[streams.StreamVarbinds]
+	onus := batches * 100
+	fmt.Printf("ONU changes on disk: no compression %.1f B/event, S2 %.1f B/event (%d events)\n",
+		float64(rawDisks[streams.StreamONU])/float64(onus), float64(s2Disks[streams.StreamONU])/float64(onus), onus)
+	ctx := context.Background()
+	s, err := js.Stream(ctx, streams.StreamVarbinds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	logical := s.CachedInfo().State.Bytes
+	fmt.Printf("%d batches, %d varbinds, %d bytes of messages (%.1f B/varbind)\n", batches, varbinds, logical, float64(logical)/float64(varbinds))
+	fmt.Printf("on disk: no compression %d bytes (%.1f B/varbind), S2 %d bytes (%.1f B/varbind), ratio %.2f\n",
+		rawDisk, float64(rawDisk)/float64(varbinds), s2Disk, float64(s2Disk)/float64(varbinds), float64(rawDisk)/float64(s2Disk))
+	b.ReportMetric(float64(rawDisk)/float64(varbinds), "B/varbind-raw")
+	b.ReportMetric(float64(s2Disk)/float64(varbinds), "B/varbind-s2")
+
+	rate := func(what string, unit string, n int, f func() error) {
+		start := time.Now()
+		if err := f(); err != nil {
+			b.Fatalf("%s: %v", what, err)
+		}
+		el := time.Since(start)
+		fmt.Printf("%-34s %8d %s in %8s: %9.0f %s/s\n", what, n, unit, el.Round(time.Millisecond), float64(n)/el.Seconds(), unit)
+	}
+	b.ResetTimer()
+	rate("plain ordered consumer", "msgs", batches, func() error {
+		cons, err := js.OrderedConsumer(ctx, streams.StreamVarbinds, jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			return err
+		}
+		it, err := cons.Messages()
+		if err != nil {
+			return err
+		}
+		defer it.Stop()
+		for i := 0; i < batches; i++ {
+			if _, err := it.Next(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	rate("replay.Read", "msgs", batches, func() error {
+		_, err := replay.Read(ctx, js, replay.Range{Stream: streams.StreamVarbinds}, func(jetstream.Msg) error { return nil })
+		return err
+	})
+	rate("facho replay (JSON lines)", "msgs", batches, func() error {
+		return writeReplay(ctx, js, replay.Range{Stream: streams.StreamVarbinds}, io.Discard, io.Discard)
+	})
+	var rows int64
+	rate("facho export varbinds (CSV)", "rows", varbinds, func() error {
+		var err error
+		rows, err = exportVarbinds(ctx, js, replay.Range{Stream: streams.StreamVarbinds}, "csv", io.Discard, newProgress(io.Discard, ""))
+		return err
+	})
+	if rows != int64(varbinds) {
+		b.Fatalf("exported %d rows, want %d", rows, varbinds)
+	}
+	rate("facho export varbinds (parquet)", "rows", varbinds, func() error {
+		_, err := exportVarbinds(ctx, js, replay.Range{Stream: streams.StreamVarbinds}, "parquet", io.Discard, newProgress(io.Discard, ""))
+		return err
+	})
+	pool := pgtest.New(b)
+	models, err := projector.ReadModels(projector.Config{}, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rep replay.Report
+	rate("facho rebuild onu_data", "msgs", batches, func() error {
+		var err error
+		rep, err = replay.Rebuild(ctx, js, pool, models[0], replay.RebuildOptions{Log: zerolog.Nop()})
+		return err
+	})
+	fmt.Printf("rebuild onu_data: %.0f varbinds/s\n", float64(varbinds)/rep.Duration.Seconds())
+
+	// Small events: the execution lifecycle (started, succeeded) of
+	// 50,000 executions, and their NodeDue.
+	const execs = 50000
+	for i := 0; i < execs; i++ {
+		olt := fmt.Sprintf("olt-%d", i%10)
+		id := fmt.Sprintf("exec-%06d", i)
+		at := time.Now().Add(-time.Hour)
+		for _, p := range []struct {
+			subject string
+			ev      streams.Event
+		}{
+			{streams.SubjectNodeDue(olt), streams.NodeDue{ExecutionID: id, NodeID: "n-" + olt, JobID: "job-get", OLTID: olt, Kind: "get", Priority: 40,
+				ScheduledAt: at, Target: streams.Target{Host: "192.0.2.1", Port: 161, CommunityEnc: "sealed"}, OIDs: benchColumns}},
+			{streams.SubjectExec(olt, streams.PhaseStarted), streams.ExecutionStarted{ExecutionID: id, JobID: "job-get", OLTID: olt, PollerID: "p1", Attempt: 1, LeaseRevision: 1, StartedAt: at}},
+			{streams.SubjectExec(olt, streams.PhaseSucceeded), streams.ExecutionSucceeded{ExecutionID: id, JobID: "job-get", OLTID: olt, PollerID: "p1", Attempt: 1,
+				LeaseRevision: 1, StartedAt: at, FinishedAt: at.Add(time.Second), DurationMS: 1000, Varbinds: 512, Batches: 2}},
+		} {
+			data, err := streams.Encode("bench", at, p.ev)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := js.PublishAsync(p.subject, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	<-js.PublishAsyncComplete()
+	es, err := js.Stream(ctx, streams.StreamExec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := int(es.CachedInfo().State.Msgs)
+	fmt.Printf("%d execution events (%.0f B each)\n", n, float64(es.CachedInfo().State.Bytes)/float64(n))
+	rate("plain ordered consumer (exec)", "msgs", n, func() error {
+		cons, err := js.OrderedConsumer(ctx, streams.StreamExec, jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			return err
+		}
+		it, err := cons.Messages()
+		if err != nil {
+			return err
+		}
+		defer it.Stop()
+		for i := 0; i < n; i++ {
+			if _, err := it.Next(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	rate("replay.Read (exec)", "msgs", n, func() error {
+		_, err := replay.Read(ctx, js, replay.Range{Stream: streams.StreamExec}, func(jetstream.Msg) error { return nil })
+		return err
+	})
+	rate("facho replay (exec, JSON lines)", "msgs", n, func() error {
+		return writeReplay(ctx, js, replay.Range{Stream: streams.StreamExec}, io.Discard, io.Discard)
+	})
+	rate("facho rebuild executions", "msgs", n+execs, func() error {
+		var err error
+		rep, err = replay.Rebuild(ctx, js, pool, models[1], replay.RebuildOptions{Log: zerolog.Nop()})
+		return err
+	})
+	b.StopTimer()
+}

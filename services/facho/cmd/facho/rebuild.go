@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/projection"
+	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/services/auditor"
+	"github.com/facho-olt/facho/services/projector"
+)
+
+// readModels collects every rebuildable read model: each service
+// registers its own (projector.ReadModels, auditor.ReadModels).
+func readModels(log zerolog.Logger) (*projection.Registry, error) {
+	var reg projection.Registry
+	pm, err := projector.ReadModels(projector.Config{}, log)
+	if err != nil {
+		return nil, err
+	}
+	am, err := auditor.ReadModels(auditor.Config{}, log, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Register(append(pm, am...)...); err != nil {
+		return nil, err
+	}
+	return &reg, nil
+}
+
+func runRebuild(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	log := cliLogger(getenv, stderr)
+	reg, err := readModels(log)
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "replay each source stream from here: sequence, RFC 3339 time or duration ago (default: its first message)")
+	dryRun := fs.Bool("dry-run", false, "compare and report, leave the live tables alone")
+	partial := fs.Bool("partial", false, "swap even when a source stream lacks part of the history (expired by retention, or --from): rows only older events made are deleted")
+	batch := fs.Int("batch", 1000, "messages per shadow transaction")
+	workers := fs.Int("workers", 4, "shadow transactions at once, for sources partitioned by OLT")
+	dbURL := fs.String("db", getenv("DATABASE_URL"), "Postgres URL (DATABASE_URL)")
+	nf := addNATSFlags(fs, getenv)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: facho rebuild READ_MODEL [flags]\n\nread models:\n")
+		for _, n := range reg.Names() {
+			m, _ := reg.Lookup(n)
+			fmt.Fprintf(fs.Output(), "  %-18s %s\n", n, m.Description)
+		}
+		fmt.Fprintf(fs.Output(), "\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if ok, err := parseFlags(fs, args); !ok {
+			return err
+		}
+		fs.Usage()
+		return fmt.Errorf("rebuild: which read model? (%s)", strings.Join(reg.Names(), ", "))
+	}
+	name := args[0]
+	if ok, err := parseFlags(fs, args[1:]); !ok {
+		return err
+	}
+	model, ok := reg.Lookup(name)
+	if !ok {
+		if name == "onu_history" {
+			return fmt.Errorf("rebuild: %s is not a read model of this version yet (rebuildable: %s)", name, strings.Join(reg.Names(), ", "))
+		}
+		return fmt.Errorf("rebuild: unknown read model %q (rebuildable: %s)", name, strings.Join(reg.Names(), ", "))
+	}
+	pos, err := parsePosition(*from, time.Now())
+	if err != nil {
+		return fmt.Errorf("rebuild --from: %w", err)
+	}
+	if *dbURL == "" {
+		return fmt.Errorf("rebuild: DATABASE_URL (or --db) is required")
+	}
+	pcfg, err := pgxpool.ParseConfig(*dbURL)
+	if err != nil {
+		return fmt.Errorf("rebuild: database URL: %w", err)
+	}
+	// The workers, the swap and the rebuild's lock each hold a connection.
+	pcfg.MaxConns = int32(max(*workers, 1) + 2)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("rebuild: database: %w", err)
+	}
+	defer pool.Close()
+	nc, js, err := nf.connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	bar := newProgress(stderr, "rebuild "+name)
+	rep, err := replay.Rebuild(ctx, js, pool, model, replay.RebuildOptions{From: pos, DryRun: *dryRun, Partial: *partial, Batch: *batch, Workers: *workers, Progress: bar.update, Log: log})
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(stdout, rep.String())
+	return err
+}
+
+// cliLogger logs to stderr at FACHO_LOG_LEVEL (default warn: the tools'
+// output is their result).
+func cliLogger(getenv func(string) string, stderr io.Writer) zerolog.Logger {
+	level := zerolog.WarnLevel
+	if l, err := zerolog.ParseLevel(getenv("FACHO_LOG_LEVEL")); err == nil && getenv("FACHO_LOG_LEVEL") != "" {
+		level = l
+	}
+	return zerolog.New(stderr).Level(level).With().Timestamp().Logger()
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/facho-olt/facho/pkg/natsauth"
+	"github.com/facho-olt/facho/pkg/replay"
+)
+
+// natsFlags are the connection flags of the stream tools (replay, rebuild,
+// export, tail): the observer's seed is enough for reading streams.
+type natsFlags struct {
+	url      *string
+	identity *string
+	client   natsauth.Client
+}
+
+func addNATSFlags(fs *flag.FlagSet, getenv func(string) string) *natsFlags {
+	f := &natsFlags{
+		url:      fs.String("nats", envOr(getenv, "FACHO_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL (FACHO_NATS_URL)"),
+		identity: fs.String("identity", natsauth.Observer, "NATS identity of the seed (observer: read-only; admin)"),
+	}
+	f.client.RegisterFlags(fs, getenv)
+	return f
+}
+
+// connect connects as the identity (its inbox prefix is the one its
+// permissions allow).
+func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
+	if err := f.client.Validate(); err != nil {
+		return nil, nil, err
+	}
+	id := ""
+	if f.client.Authenticated() {
+		id = *f.identity
+	}
+	opts, err := f.client.Options(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := nats.Connect(*f.url, append(opts, nats.Name("facho-cli"))...)
+	if err != nil {
+		// The URL may hold credentials: not quoted.
+		return nil, nil, fmt.Errorf("connect to nats: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+// parsePosition reads a stream position: a sequence number, an RFC 3339
+// time, or a duration ago (e.g. 2h); empty is the zero Position.
+func parsePosition(v string, now time.Time) (replay.Position, error) {
+	if v == "" {
+		return replay.Position{}, nil
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if n == 0 {
+			return replay.Position{}, errors.New("sequence 0: streams start at 1")
+		}
+		return replay.Position{Seq: n}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return replay.Position{Time: t}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return replay.Position{Time: now.Add(-d)}, nil
+	}
+	return replay.Position{}, fmt.Errorf("%q: want a sequence, an RFC 3339 time or a duration ago (e.g. 2h)", v)
+}
+
+// parseFlags parses fs, treating -h as a successful no-op (ok=false).
+func parseFlags(fs *flag.FlagSet, args []string) (ok bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// isTerminal reports whether w is a terminal (colors and progress bars only
+// there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// progress draws a progress bar on a terminal; elsewhere it prints nothing.
+type progress struct {
+	w     io.Writer
+	what  string
+	on    bool
+	start time.Time
+	last  time.Time
+}
+
+func newProgress(w io.Writer, what string) *progress {
+	return &progress{w: w, what: what, on: isTerminal(w), start: time.Now()}
+}
+
+// update redraws at most 10 times a second.
+func (p *progress) update(done, total uint64) {
+	if !p.on {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.last) < 100*time.Millisecond && done < total {
+		return
+	}
+	p.last = now
+	const width = 30
+	frac := 1.0
+	if total > 0 {
+		frac = min(float64(done)/float64(total), 1)
+	}
+	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
+	rate := float64(done) / max(now.Sub(p.start).Seconds(), 1e-3)
+	fmt.Fprintf(p.w, "\r%s [%s] %d/%d %.0f/s ", p.what, bar, done, total, rate)
+}
+
+func (p *progress) finish() {
+	if p.on {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/facho-olt/facho/pkg/jstest"
+	"github.com/facho-olt/facho/pkg/natsauth"
+	"github.com/facho-olt/facho/pkg/pgtest"
+	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/streams"
+)
+
+// toolsEnv is a server with Facho's identities; the tools run as the
+// observer (read-only).
+func toolsEnv(t *testing.T) (*jstest.Env, func(string) string) {
+	t.Helper()
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage}, jstest.WithAuth())
+	vars := map[string]string{"FACHO_NATS_URL": env.URL, natsauth.EnvNkeySeedFile: natsauth.SeedFile(env.KeysDir, natsauth.Observer)}
+	return env, func(k string) string { return vars[k] }
+}
+
+func publishExec(t *testing.T, js jetstream.JetStream, olt string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		b, err := streams.Encode("test", time.Now(), streams.ExecutionStarted{ExecutionID: "e" + string(rune('a'+i)), JobID: "j", OLTID: olt, Attempt: 1, StartedAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(context.Background(), streams.SubjectExec(olt, streams.PhaseStarted), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func lines(t *testing.T, out string) []replayLine {
+	t.Helper()
+	var got []replayLine
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var l replayLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		got = append(got, l)
+	}
+	return got
+}
+
+func TestReplayCommand(t *testing.T) {
+	env, getenv := toolsEnv(t)
+	publishExec(t, env.JS, "olt-1", 3)
+	publishExec(t, env.JS, "olt-2", 2)
+	tests := []struct {
+		name string
+		args []string
+		seqs []uint64
+	}{
+		{"whole stream", []string{"--stream", streams.StreamExec}, []uint64{1, 2, 3, 4, 5}},
+		{"from a sequence", []string{"--stream", streams.StreamExec, "--from", "3"}, []uint64{3, 4, 5}},
+		{"range", []string{"--stream", streams.StreamExec, "--from", "2", "--to", "3"}, []uint64{2, 3}},
+		{"subject filter", []string{"--stream", streams.StreamExec, "--subject", "facho.exec.olt-2.>"}, []uint64{4, 5}},
+		{"filter matching nothing after from", []string{"--stream", streams.StreamExec, "--subject", "facho.exec.olt-1.>", "--from", "4"}, nil},
+		{"past the end", []string{"--stream", streams.StreamExec, "--from", "99"}, nil},
+		{"empty stream", []string{"--stream", streams.StreamAudit}, nil},
+		{"from a time ago", []string{"--stream", streams.StreamExec, "--from", "1h"}, []uint64{1, 2, 3, 4, 5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if err := run(context.Background(), append([]string{"replay"}, tt.args...), getenv, &out, &errOut); err != nil {
+				t.Fatalf("replay: %v (%s)", err, errOut.String())
+			}
+			got := lines(t, out.String())
+			if len(got) != len(tt.seqs) {
+				t.Fatalf("%d lines, want %d: %s", len(got), len(tt.seqs), out.String())
+			}
+			for i, l := range got {
+				if l.Seq != tt.seqs[i] || l.Stream != streams.StreamExec || !strings.HasPrefix(l.Subject, "facho.exec.") {
+					t.Errorf("line %d: %+v, want seq %d", i, l, tt.seqs[i])
+				}
+				if _, ev, err := streams.DecodeOn[streams.ExecutionStarted](l.Subject, l.Data); err != nil || ev.OLTID == "" {
+					t.Errorf("line %d: data does not decode: %v", i, err)
+				}
+			}
+			if errOut.Len() != 0 {
+				t.Errorf("stderr not a terminal, yet: %q", errOut.String())
+			}
+		})
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"replay", "--from", "1"}, getenv, &out, &errOut); err == nil {
+		t.Error("replay without --stream accepted")
+	}
+}
+
+func TestExportCommand(t *testing.T) {
+	env, getenv := toolsEnv(t)
+	for i := 0; i < 3; i++ {
+		b, err := streams.Encode("test", time.Now(), streams.VarbindBatch{ExecutionID: "e1", JobID: "j", OLTID: "olt-1", Batch: i, Columns: []streams.OIDSpec{{ID: "o1", OID: ".1.2", Field: "rx_power"}},
+			CollectedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+			Varbinds:    []streams.Varbind{{OID: ".1.3.6.1.4.1.2011.6.128.1.1.2.43.1.9.1.1", Type: streams.VTOctetString, Value: "cliente"}, {OID: ".1.2", Type: streams.VTInteger, Value: "-2000"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.JS.Publish(context.Background(), streams.SubjectVarbinds("olt-1"), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"export", "varbinds", "--from", "2"}, getenv, &out, &errOut); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	want := "stream_seq,collected_at,olt_id,execution_id,batch,oid,type,value\n" +
+		"2,2026-01-02T03:04:05Z,olt-1,e1,1,.1.3.6.1.4.1.2011.6.128.1.1.2.43.1.9.1.1,OctetString,cliente\n" +
+		"2,2026-01-02T03:04:05Z,olt-1,e1,1,.1.2,Integer,-2000\n" +
+		"3,2026-01-02T03:04:05Z,olt-1,e1,2,.1.3.6.1.4.1.2011.6.128.1.1.2.43.1.9.1.1,OctetString,cliente\n" +
+		"3,2026-01-02T03:04:05Z,olt-1,e1,2,.1.2,Integer,-2000\n"
+	if out.String() != want {
+		t.Errorf("csv:\n%s\nwant:\n%s", out.String(), want)
+	}
+	// The same as parquet, read back.
+	out.Reset()
+	if err := run(context.Background(), []string{"export", "varbinds", "--from", "2", "--format", "parquet"}, getenv, &out, &errOut); err != nil {
+		t.Fatalf("export parquet: %v", err)
+	}
+	rows, err := parquet.Read[varbindRow](bytes.NewReader(out.Bytes()), int64(out.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || rows[0].StreamSeq != 2 || rows[0].Value != "cliente" || rows[3].Value != "-2000" || rows[3].Batch != 2 ||
+		microsText(rows[0].CollectedAt) != "2026-01-02T03:04:05Z" {
+		t.Errorf("parquet rows %+v", rows)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", "onu-history", "--from", "1h"}, "not yet: it needs the onu_history read model"},
+		{[]string{"export", "varbinds", "--format", "xlsx"}, "want csv or parquet"},
+		{[]string{"export", "nothing"}, "unknown"},
+	} {
+		if err := run(context.Background(), tt.args, getenv, &out, &errOut); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestTailLine(t *testing.T) {
+	ev := replay.TailEvent{Class: "exec", OLT: "olt-1", Kind: "failed", Summary: "execution e1 attempt 1: timeout",
+		Time: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
+	if got, want := tailLine(ev, false), "10:00:00.000 exec   olt-1        failed      execution e1 attempt 1: timeout"; got != want {
+		t.Errorf("plain line %q\nwant       %q", got, want)
+	}
+	if got := tailLine(ev, true); !strings.Contains(got, "\x1b[31mfailed") {
+		t.Errorf("colored line %q", got)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"tail", "--kind", "nonsense"}, func(string) string { return "" }, &out, &errOut); err == nil {
+		t.Error("tail --kind nonsense accepted")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// facho tail --json as the observer: only the filter's events, one JSON
+// line each; cancelling (Ctrl-C) ends it without an error.
+func TestTailCommand(t *testing.T) {
+	env, getenv := toolsEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"tail", "--olt", "olt-1", "--kind", "started", "--json"}, getenv, &out, io.Discard)
+	}()
+	// The tail starts at "now": publish until it has seen one of ours.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "\n") {
+		if time.Now().After(deadline) {
+			t.Fatal("tail printed nothing")
+		}
+		publishExec(t, env.JS, "olt-2", 1) // filtered out: another OLT
+		publishExec(t, env.JS, "olt-1", 1)
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("tail after cancel: %v", err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var ev replay.TailEvent
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if ev.OLT != "olt-1" || ev.Kind != "started" || ev.Class != "exec" || !strings.HasPrefix(ev.Summary, "execution e") {
+			t.Errorf("event %+v", ev)
+		}
+	}
+}
+
+// facho rebuild and facho export onu-data against a database: the
+// executions of a few events are rebuilt (swapped into the empty live
+// table), a second run finds them identical, and the export lists onu_data.
+func TestRebuildAndExportCommands(t *testing.T) {
+	env, getenv := toolsEnv(t)
+	dbURL := pgtest.URL(t)
+	vars := map[string]string{"DATABASE_URL": dbURL}
+	withDB := func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}
+	publishExec(t, env.JS, "olt-1", 3)
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"rebuild", "executions"}, withDB, &out, &errOut); err != nil {
+		t.Fatalf("rebuild: %v (%s)", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "executions: live 0 rows, rebuilt 3 rows") || !strings.Contains(out.String(), "swapped") {
+		t.Errorf("report:\n%s", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"rebuild", "executions", "--dry-run"}, withDB, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "identical") {
+		t.Errorf("second rebuild:\n%s", out.String())
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rebuild", "onu_history"}, "not a read model of this version yet"},
+		{[]string{"rebuild", "nothing"}, "unknown read model"},
+		{[]string{"rebuild"}, "which read model?"},
+	} {
+		if err := run(context.Background(), tc.args, withDB, &out, &errOut); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	db, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(context.Background(), `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id)
+		VALUES ('olt-1', 4194304000, 1, 'HWTC00000001', 'cliente, "uno"', 'ONLINE', -21.5, '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z', 'e1'),
+		('olt-2', 4194304000, 2, 'HWTC00000002', '', 'OFFLINE', NULL, '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z', 'e2')`); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"export", "onu-data", "--olt", "olt-1"}, withDB, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	want := "olt_id,pon_index,onu_id,serial,description,status,rx_power_dbm,first_seen,last_seen,last_execution_id\n" +
+		"olt-1,4194304000,1,HWTC00000001,\"cliente, \"\"uno\"\"\",ONLINE,-21.5,2026-01-02T03:04:05Z,2026-01-02T03:04:05Z,e1\n"
+	if out.String() != want {
+		t.Errorf("export onu-data:\n%s\nwant:\n%s", out.String(), want)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"export", "onu-data", "--format", "parquet"}, withDB, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	onus, err := parquet.Read[onuDataRow](bytes.NewReader(out.Bytes()), int64(out.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(onus) != 2 || onus[0].RxPowerDBm == nil || *onus[0].RxPowerDBm != -21.5 || onus[1].RxPowerDBm != nil || onus[1].Status != "OFFLINE" {
+		t.Errorf("parquet onus %+v", onus)
+	}
+}

@@ -1,0 +1,367 @@
+package poller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gosnmp/gosnmp"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// A get job reads its column OIDs at the row index of every ONU the OLT is
+// known to have (getonus.go): (ONU x column) varbinds, ONU by ONU, in PDUs
+// of up to K varbinds with up to C PDUs in flight on the OLT.
+//
+//   - K starts at the size remembered from the OLT's last get (key
+//     get.<olt_id> of streams.BucketOLTSNMP, shared by every replica), else
+//     the OLT's or brand's snmp.get_varbinds, else Config.GetChunk.
+//   - C is the OLT's or brand's snmp.get_concurrency, else
+//     Config.GetConcurrency: some OLTs cannot take concurrency.
+//   - Progressive subdivision: a PDU that times out (after gosnmp's own
+//     SNMPRetries), comes back unreadable, tooBig or with an agent error is
+//     split in halves and each half is sent, down to single OIDs. A single
+//     OID is sent with the PDU retries of a walk (exchange). The PDUs that
+//     follow start at half the size that failed, and after growAfter
+//     answered PDUs in a row the size doubles again, never to a size that
+//     failed in this run nor above the configured one.
+//   - An OID that still fails alone is a per-ONU failure: listed in the
+//     execution's result (ExecutionSucceeded.ONUFailures) and in a
+//     coordinator log (audit ONU_READ_FAILED), never dropped silently. Only
+//     an OLT that answered nothing at all fails the execution.
+
+// growAfter is how many PDUs in a row must be answered before the PDU
+// size doubles again.
+const growAfter = 32
+
+// getResult is what a get read and what it could not.
+type getResult struct {
+	onus           int
+	varbinds       int // OIDs asked: ONUs x columns
+	failedVarbinds int
+	failures       []streams.ONUFailure // every failed ONU, in ONU order
+	splits         int                  // PDUs split in halves
+	startSize      int
+	finalSize      int
+	concurrency    int
+}
+
+type getItem struct {
+	onu int // index in getRun.onus
+	oid string
+}
+
+type getRun struct {
+	op       snmpOp
+	onus     []onuInstance
+	items    []getItem
+	emit     func(streams.Varbind) error // called under emitMu
+	emitMu   sync.Mutex
+	mu       sync.Mutex // guards what follows
+	next     int
+	size     int
+	maxSize  int
+	minFail  int // smallest size that failed in this run (0: none)
+	streak   int
+	answered bool
+	failed   map[int]*streams.ONUFailure
+	nFailed  int
+	splits   int
+}
+
+// getONUs runs a get job: the ONU set, the batches, the remembered size.
+func (ex *execution) getONUs(ctx context.Context, op snmpOp) error {
+	p, node := ex.p, ex.node
+	onus, err := p.discoveredONUs(ctx, node)
+	if err != nil {
+		return err
+	}
+	res := &getResult{onus: len(onus)}
+	ex.get = res
+	if len(onus) == 0 {
+		ex.log.Warn().Msg("get: no discovered ONUs for this OLT yet (a discovery must run first): nothing to read")
+		return nil
+	}
+	configured := p.cfg.GetChunk
+	if node.SNMP.GetVarbinds > 0 {
+		configured = node.SNMP.GetVarbinds
+	}
+	start := configured
+	kv, kvErr := p.oltKV(ctx)
+	if kvErr == nil {
+		if e, err := kv.Get(ctx, streams.KeyGetSizes(node.OLTID)); err == nil {
+			var gs streams.GetSizes
+			if json.Unmarshal(e.Value(), &gs) == nil && gs.Varbinds >= 1 {
+				start = min(gs.Varbinds, configured)
+			}
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			ex.log.Warn().Err(err).Msg("read remembered get size")
+		}
+	}
+	conc := p.cfg.GetConcurrency
+	if node.SNMP.GetConcurrency > 0 {
+		conc = node.SNMP.GetConcurrency
+	}
+	run := newGetRun(op, onus, node.OIDs, start, configured, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
+	res.varbinds, res.startSize, res.concurrency = len(run.items), start, conc
+	err = run.run(ctx, conc)
+	res.failedVarbinds, res.splits, res.finalSize = run.nFailed, run.splits, run.size
+	res.failures = run.failures()
+	for i := range res.failures {
+		res.failures[i].Error = ex.sanitize(res.failures[i].Error)
+	}
+	if err == nil && run.nFailed == len(run.items) {
+		// Not one OID read: a failed execution (retried, counted toward
+		// disabling the OLT), not a success with every ONU failed.
+		return fmt.Errorf("get read none of %d OIDs of %d ONUs (first: %s: %s)", len(run.items), len(onus),
+			res.failures[0].OIDs[0], res.failures[0].Error)
+	}
+	ex.log.Info().Int("onus", len(onus)).Int("oids", len(run.items)).Int("failed_varbinds", run.nFailed).Int("splits", run.splits).
+		Int("pdu_size_start", start).Int("pdu_size_end", run.size).Int("concurrency", conc).Err(err).Msg("get read")
+	if err == nil && run.answered && kvErr == nil {
+		b, _ := json.Marshal(streams.GetSizes{Varbinds: run.size, UpdatedAt: time.Now().UTC()})
+		if _, perr := kv.Put(ctx, streams.KeyGetSizes(node.OLTID), b); perr != nil {
+			ex.log.Warn().Err(perr).Msg("remember get size")
+		}
+	}
+	return err
+}
+
+func newGetRun(op snmpOp, onus []onuInstance, cols []streams.OIDSpec, start, maxSize int, emit func(streams.Varbind) error) *getRun {
+	r := &getRun{op: op, onus: onus, emit: emit, size: max(1, start), maxSize: max(1, maxSize), failed: map[int]*streams.ONUFailure{}}
+	r.items = make([]getItem, 0, len(onus)*len(cols))
+	for i, o := range onus {
+		for _, c := range cols {
+			oid := "." + strings.Trim(c.OID, ".") + "." + o.index
+			if c.IndexSuffix != "" {
+				oid += "." + c.IndexSuffix // a table indexed below the ONU
+			}
+			r.items = append(r.items, getItem{onu: i, oid: oid})
+		}
+	}
+	return r
+}
+
+// run sends the PDUs with conc clients, each its own socket (a gosnmp
+// client is never shared between goroutines).
+func (r *getRun) run(ctx context.Context, conc int) error {
+	conc = max(1, min(conc, (len(r.items)+r.size-1)/r.size))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	errs := make([]error, conc)
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.worker(ctx); err != nil {
+				errs[w] = err
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		// The first error (or the caller's cause) says why; the others
+		// are its consequences.
+		for _, e := range errs {
+			if e != nil && !errors.Is(e, context.Canceled) {
+				return e
+			}
+		}
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+func (r *getRun) worker(ctx context.Context) error {
+	g := &gosnmp.GoSNMP{
+		Target:    r.op.target.Host,
+		Port:      uint16(r.op.target.Port),
+		Transport: "udp",
+		Community: r.op.community,
+		Version:   gosnmp.Version2c,
+		Timeout:   r.op.cfg.SNMPTimeout,
+		Retries:   r.op.cfg.SNMPRetries,
+		MaxOids:   streams.MaxGetVarbinds,
+		Context:   ctx,
+	}
+	if err := g.Connect(); err != nil {
+		return fmt.Errorf("connect %s:%d: %w", r.op.target.Host, r.op.target.Port, err)
+	}
+	defer g.Conn.Close()
+	stop := context.AfterFunc(ctx, func() { _ = g.Conn.Close() })
+	defer stop()
+	for {
+		chunk := r.take()
+		if chunk == nil {
+			return nil
+		}
+		if err := r.read(ctx, g, chunk); err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return err
+		}
+	}
+}
+
+// take returns the next PDU's items at the current size, nil at the end.
+func (r *getRun) take() []getItem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next >= len(r.items) {
+		return nil
+	}
+	end := min(r.next+r.size, len(r.items))
+	chunk := r.items[r.next:end]
+	r.next = end
+	return chunk
+}
+
+// read sends one PDU and, when it is not answered usefully, its halves.
+func (r *getRun) read(ctx context.Context, g *gosnmp.GoSNMP, chunk []getItem) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	names := make([]string, len(chunk))
+	for i, it := range chunk {
+		names[i] = it.oid
+	}
+	var pkt *gosnmp.SnmpPacket
+	var err error
+	if len(chunk) == 1 {
+		// Alone, an OID gets the PDU retries of a walk: loss, not size.
+		pkt, err = r.op.exchange(ctx, "get "+strings.TrimPrefix(names[0], "."), func() (*gosnmp.SnmpPacket, error) { return g.Get(names) })
+	} else {
+		pkt, err = g.Get(names)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if !retryablePDU(err) {
+			return fmt.Errorf("get %d oids: %w", len(chunk), err)
+		}
+		why := "no answer"
+		if !isTimeout(err) {
+			why = "unreadable answer: " + err.Error()
+		}
+		return r.failed1(ctx, g, chunk, why, true, err)
+	}
+	r.mu.Lock()
+	r.answered = true
+	r.mu.Unlock()
+	switch {
+	case pkt.Error == gosnmp.TooBig:
+		return r.failed1(ctx, g, chunk, "tooBig", true, nil)
+	case pkt.Error != gosnmp.NoError:
+		// Split to isolate the OID the agent refuses; the size is not
+		// to blame.
+		return r.failed1(ctx, g, chunk, fmt.Sprintf("agent error %s", pkt.Error), false, nil)
+	case len(pkt.Variables) != len(chunk):
+		return r.failed1(ctx, g, chunk, fmt.Sprintf("%d varbinds answered for %d asked", len(pkt.Variables), len(chunk)), false, nil)
+	}
+	for i, pdu := range pkt.Variables {
+		if strings.TrimPrefix(pdu.Name, ".") != strings.TrimPrefix(names[i], ".") {
+			return r.failed1(ctx, g, chunk, fmt.Sprintf("answer names %s for %s", pdu.Name, names[i]), false, nil)
+		}
+	}
+	r.emitMu.Lock()
+	for _, pdu := range pkt.Variables {
+		if err := r.emit(toVarbind(pdu)); err != nil {
+			r.emitMu.Unlock()
+			return err
+		}
+	}
+	r.emitMu.Unlock()
+	r.answeredPDU(len(chunk))
+	return nil
+}
+
+// failed1 handles a PDU not answered usefully: its halves are sent, or,
+// for a single OID, it is recorded failed. sizeFault says the PDU's size
+// may be the cause (timeout, tooBig): the PDUs that follow get smaller.
+// cause is the request error, when there was one.
+func (r *getRun) failed1(ctx context.Context, g *gosnmp.GoSNMP, chunk []getItem, why string, sizeFault bool, cause error) error {
+	if len(chunk) > 1 {
+		r.mu.Lock()
+		r.splits++
+		r.streak = 0
+		if sizeFault {
+			if r.minFail == 0 || len(chunk) < r.minFail {
+				r.minFail = len(chunk)
+			}
+			r.size = max(1, min(r.size, len(chunk)/2))
+		}
+		r.mu.Unlock()
+		half := len(chunk) / 2
+		if err := r.read(ctx, g, chunk[:half]); err != nil {
+			return err
+		}
+		return r.read(ctx, g, chunk[half:])
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.answered && cause != nil {
+		// Not one PDU answered, down to a single OID with its retries:
+		// the OLT is not answering, which fails the execution.
+		return fmt.Errorf("get %s: %w", strings.TrimPrefix(chunk[0].oid, "."), cause)
+	}
+	r.nFailed++
+	it := chunk[0]
+	f := r.failed[it.onu]
+	if f == nil {
+		o := r.onus[it.onu]
+		f = &streams.ONUFailure{Instance: o.index, PonIndex: o.pon, ONUID: o.onu}
+		r.failed[it.onu] = f
+	}
+	f.OIDs = append(f.OIDs, strings.TrimPrefix(it.oid, "."))
+	f.Error = why
+	return nil
+}
+
+// answeredPDU counts an answered PDU of n OIDs and grows the size after
+// growAfter in a row.
+func (r *getRun) answeredPDU(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n < r.size {
+		return // a half of a split PDU, or the tail
+	}
+	r.streak++
+	if r.streak < growAfter {
+		return
+	}
+	r.streak = 0
+	next := min(2*r.size, r.maxSize)
+	if r.minFail > 0 && next >= r.minFail {
+		next = r.minFail - 1
+	}
+	r.size = max(r.size, next)
+}
+
+// failures lists the failed ONUs in ONU order, their OIDs sorted.
+func (r *getRun) failures() []streams.ONUFailure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	idx := make([]int, 0, len(r.failed))
+	for i := range r.failed {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	out := make([]streams.ONUFailure, 0, len(idx))
+	for _, i := range idx {
+		f := *r.failed[i]
+		sort.Strings(f.OIDs)
+		out = append(out, f)
+	}
+	return out
+}

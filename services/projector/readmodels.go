@@ -1,0 +1,60 @@
+package projector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/projection"
+	"github.com/facho-olt/facho/streams"
+)
+
+// Read model names, as `facho rebuild` takes them.
+const (
+	ReadModelONUData    = "onu_data"
+	ReadModelExecutions = "executions"
+)
+
+// ReadModels registers the projector's rebuildable read models
+// (pkg/replay.Rebuild): their live consumers, with the decoders Run gives
+// those consumers, and their tables. The decoders are built without
+// JetStream and with a private metrics registry: a rebuild runs Apply
+// only (never Committed), so nothing is published from a rebuild and the
+// live projector's metrics do not move. onu_event_outbox is scratch: the
+// ONU changes a rebuild recomputes stay in the shadow and are dropped.
+func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) {
+	cfg = cfg.WithDefaults()
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
+	p := &projector{cfg: cfg, log: log, metrics: m, outbox: &outbox{log: log, metrics: m}}
+	return []projection.ReadModel{
+		{
+			Name:        ReadModelONUData,
+			Description: "current state of every ONU, from the raw varbinds",
+			Sources: []projection.Source{
+				{Stream: streams.StreamVarbinds, Consumer: streams.ConsumerProjectorVarbinds, Decode: projection.SubjectChecked(p.decodeVarbinds),
+					Partition: projection.SubjectToken(2)}, // facho.varbinds.<olt>: rows of that OLT
+			},
+			Tables:  []projection.Table{{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}}},
+			Scratch: []string{"onu_event_outbox"},
+		},
+		{
+			Name:        ReadModelExecutions,
+			Description: "executions, their attempts and dead-lettered batches, from NodeDue, lifecycle and dead-letter events",
+			Sources: []projection.Source{
+				{Stream: streams.StreamSchedule, Consumer: streams.ConsumerProjectorSchedule, Decode: projection.SubjectChecked(p.decodeNodeDue),
+					Partition: projection.SubjectToken(3)}, // facho.schedule.due.<olt>
+				{Stream: streams.StreamExec, Consumer: streams.ConsumerProjectorExec, Decode: projection.SubjectChecked(p.decodeExec),
+					Partition: projection.SubjectToken(2)}, // facho.exec.<olt>.<phase>: an execution is of one OLT
+				{Stream: streams.StreamDLQ, Consumer: streams.ConsumerProjectorDLQ, Decode: projection.SubjectChecked(p.decodeDeadLetter)},
+			},
+			Tables: []projection.Table{
+				// updated_at is the projection's clock, not the event's.
+				{Name: "executions", Key: []string{"id"}, Ignore: []string{"updated_at"}},
+				{Name: "execution_attempts", Key: []string{"execution_id", "attempt"}, Ignore: []string{"updated_at"}},
+				{Name: "execution_dead_letters", Key: []string{"stream", "stream_seq"}},
+			},
+		},
+	}, nil
+}
