@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Event types of the configuration stream.
@@ -17,6 +18,9 @@ const (
 	TypeJobDeleted       = "job.deleted"
 	TypeJobOLTAssigned   = "job_olt.assigned"
 	TypeJobOLTUnassigned = "job_olt.unassigned"
+	TypeOLTAutoDisabled  = "olt.auto_disabled"
+	TypeWorkflowUpserted = "workflow.upserted"
+	TypeWorkflowDeleted  = "workflow.deleted"
 )
 
 // Job kinds (seed 000: "descubrimiento, get, walk, etc").
@@ -209,3 +213,43 @@ type JobOLTUnassigned struct {
 }
 
 func (JobOLTUnassigned) EventType() string { return TypeJobOLTUnassigned }
+
+// WorkflowUpserted creates or changes a workflow (seed 004): on one OLT,
+// the master node (MasterJobID, which must be assigned to the OLT) and the
+// chained jobs run as ONE composite node under one lease: the master
+// first, then the chain in order. Only the master has a schedule; a
+// chained job is not scheduled on its own on that OLT while the workflow
+// is enabled. A chained node's failure is recorded on its own execution and
+// does not stop the chain unless StopOnFailure.
+type WorkflowUpserted struct {
+	ID            string   `json:"id"`
+	Name          string   `json:"name"`
+	OLTID         string   `json:"olt_id"`
+	MasterJobID   string   `json:"master_job_id"`
+	ChainJobIDs   []string `json:"chain_job_ids"`
+	StopOnFailure bool     `json:"stop_on_failure"`
+	Enabled       bool     `json:"enabled"`
+}
+
+func (WorkflowUpserted) EventType() string { return TypeWorkflowUpserted }
+
+// WorkflowDeleted removes a workflow: its jobs go back to being plain
+// nodes.
+type WorkflowDeleted struct {
+	ID string `json:"id"`
+}
+
+func (WorkflowDeleted) EventType() string { return TypeWorkflowDeleted }
+
+// OLTAutoDisabled: the planner disabled an OLT after consecutive failed
+// executions (seed 001). The OLT stays disabled until its next
+// olt.upserted (a person re-enabling it resets the count).
+type OLTAutoDisabled struct {
+	ID          string    `json:"id"`
+	Reason      string    `json:"reason"`
+	Failures    int       `json:"failures"`
+	ExecutionID string    `json:"execution_id"`
+	DisabledAt  time.Time `json:"disabled_at"`
+}
+
+func (OLTAutoDisabled) EventType() string { return TypeOLTAutoDisabled }

@@ -24,7 +24,8 @@ const (
 	EnvEventsMaxAge   = "FACHO_EVENTS_MAX_AGE"
 	// EnvMaxBytes caps each stream but the configuration stream: bytes,
 	// or a number with KiB, MiB or GiB (e.g. 256MiB); unset or 0: no cap.
-	EnvMaxBytes = "FACHO_STREAM_MAX_BYTES"
+	EnvMaxBytes  = "FACHO_STREAM_MAX_BYTES"
+	EnvLeaderTTL = "FACHO_PLANNER_LEADER_TTL"
 )
 
 // OptionsFromEnv reads Options from the environment; unset variables take
@@ -57,6 +58,7 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		{EnvVarbindsMaxAge, &o.VarbindsMaxAge},
 		{EnvScheduleMaxAge, &o.ScheduleMaxAge},
 		{EnvEventsMaxAge, &o.EventsMaxAge},
+		{EnvLeaderTTL, &o.LeaderTTL},
 	} {
 		v := getenv(d.key)
 		if v == "" {

@@ -41,6 +41,10 @@ type Options struct {
 	// Streams overrides the limits of single streams by name (the
 	// <STREAM>_MAX_AGE, _MAX_BYTES and _COMPRESSION variables).
 	Streams map[string]StreamLimits
+	// LeaderTTL is how long the active planner's leader lease outlives a
+	// planner that stopped renewing it: a standby takes over within about
+	// twice this.
+	LeaderTTL time.Duration
 }
 
 // WithDefaults fills zero fields.
@@ -66,6 +70,9 @@ func (o Options) WithDefaults() Options {
 	if o.PollerAckWait == 0 {
 		o.PollerAckWait = 30 * time.Second
 	}
+	if o.LeaderTTL == 0 {
+		o.LeaderTTL = 10 * time.Second
+	}
 	return o
 }
 
@@ -80,6 +87,9 @@ func (o Options) Validate() error {
 	}
 	if o.PollersTTL < 3*time.Second {
 		errs = append(errs, fmt.Errorf("pollers ttl %s: want at least 3s", o.PollersTTL))
+	}
+	if o.LeaderTTL < time.Second {
+		errs = append(errs, fmt.Errorf("planner leader ttl %s: want at least 1s", o.LeaderTTL))
 	}
 	if o.PollerAckWait < time.Second {
 		errs = append(errs, fmt.Errorf("poller ack wait %s: want at least 1s", o.PollerAckWait))
@@ -120,7 +130,7 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 	return o.withLimits([]jetstream.StreamConfig{
 		mk(StreamConfig, SubjectsConfig, "configuration events: brands, OIDs, OLTs, jobs, assignments (kept forever)", 0),
 		mk(StreamSchedule, SubjectsSchedule, "NodeDue: planner says a job is due on an OLT", o.ScheduleMaxAge),
-		mk(StreamExec, SubjectsExec, "execution lifecycle: started, succeeded, failed, skipped", o.EventsMaxAge),
+		mk(StreamExec, SubjectsExec, "execution lifecycle: started, succeeded, failed, skipped, aborted, interrupted", o.EventsMaxAge),
 		mk(StreamVarbinds, SubjectsVarbinds, "raw varbind batches read from OLTs", o.VarbindsMaxAge),
 		mk(StreamONU, SubjectsONU, "ONU-change events for integrators", o.EventsMaxAge),
 		mk(StreamAudit, SubjectsAudit, "audit events: coordinator decisions", o.EventsMaxAge),
@@ -267,6 +277,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 	}
 	if _, err := js.CreateOrUpdateKeyValue(ctx, OLTSNMPBucketConfig(o)); err != nil {
 		return fmt.Errorf("provision kv %s: %w", BucketOLTSNMP, err)
+	}
+	for _, kv := range []jetstream.KeyValueConfig{ScheduleBucketConfig(o), CancelBucketConfig(o), LeaderBucketConfig(o)} {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
+			return fmt.Errorf("provision kv %s: %w", kv.Bucket, err)
+		}
 	}
 	return nil
 }

@@ -85,6 +85,12 @@ func RenderCatalogue() []byte {
 	ok := OLTSNMPBucketConfig(Options{})
 	fmt.Fprintf(&b, "| %s | %d | none | %s: `ONUSet` JSON `{\"seq\", \"stream_created\", \"pons\": {\"<pon_index>\": [onu ids]}, \"updated_at\"}` folded from `facho.onu.<olt_id>.discovered` up to FACHO_ONU sequence `seq` (it outlives the stream's retention); `GetSizes` JSON `{\"varbinds\", \"updated_at\"}`, the GET PDU size that worked, where the OLT's next get starts. Written and read by the pollers (any replica), one get per OLT at a time under its lease |\n",
 		ok.Bucket, ok.History, ok.Description)
+	sk := ScheduleBucketConfig(Options{})
+	fmt.Fprintf(&b, "| %s | %d | none | %s; key `<job_id>.<olt_id>` (the node id), value a `NodeSchedule` JSON (streams/schedule_kv.go); key `failures_<olt_id>`: an `OLTFailures` (consecutive failed executions); written by the active planner, read by the API and the next planner term |\n", sk.Bucket, sk.History, sk.Description)
+	ck := CancelBucketConfig(Options{})
+	fmt.Fprintf(&b, "| %s | %d | %s | %s; key `exec.<execution_id>`, value an `ExecutionCancel` JSON (mode `pending`: abort if not started; `all`: also interrupt a running one), put by the planner, read and watched by pollers |\n", ck.Bucket, ck.History, ck.TTL, ck.Description)
+	lk := LeaderBucketConfig(Options{})
+	fmt.Fprintf(&b, "| %s | %d | %s | %s; key `olt.%s` (pkg/lease), renewed by compare-and-swap; a standby takes it over within about 2x the TTL; key `%s`: the active planner's queue report |\n", lk.Bucket, lk.History, lk.TTL, lk.Description, LeaderKey, QueueKey)
 	b.WriteString("\n## Events\n\n| type | version | subject | stream | published by | consumed by | schema |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	specs := Catalogue()
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].Stream < specs[j].Stream })

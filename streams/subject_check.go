@@ -22,8 +22,16 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 		return "facho.config.job.{id}", true
 	case TypeJobOLTAssigned, TypeJobOLTUnassigned:
 		return "facho.config.assignment.{job_id}.{olt_id}", true
+	case TypeOLTAutoDisabled:
+		return "facho.config.olt_disabled.{id}", true
+	case TypeWorkflowUpserted, TypeWorkflowDeleted:
+		return "facho.config.workflow.{id}", true
 	case TypeNodeDue:
 		return "facho.schedule.due.{olt_id}", true
+	case TypeNodeRunRequested:
+		return "facho.schedule.manual.{olt_id}", true
+	case TypeExecutionAborted:
+		return "facho.exec.{olt_id}." + PhaseAborted, true
 	case TypeExecutionStarted:
 		return "facho.exec.{olt_id}." + PhaseStarted, true
 	case TypeExecutionSucceeded:

@@ -43,6 +43,16 @@ func subjectOf(t *testing.T, ev Event) string {
 		return SubjectExec(e.OLTID, PhaseSkipped)
 	case ExecutionInterrupted:
 		return SubjectExec(e.OLTID, PhaseInterrupted)
+	case ExecutionAborted:
+		return SubjectExec(e.OLTID, PhaseAborted)
+	case OLTAutoDisabled:
+		return SubjectOLTDisabled(e.ID)
+	case WorkflowUpserted:
+		return SubjectWorkflow(e.ID)
+	case WorkflowDeleted:
+		return SubjectWorkflow(e.ID)
+	case NodeRunRequested:
+		return SubjectManualRun(e.OLTID)
 	case VarbindBatch:
 		return SubjectVarbinds(e.OLTID)
 	case ONUChanged:

@@ -30,7 +30,8 @@ const (
 	SubjectsAudit    = "facho.audit.>"
 	SubjectsDLQ      = "facho.dlq.>"
 
-	SubjectsNodeDue = "facho.schedule.due.>"
+	SubjectsNodeDue   = "facho.schedule.due.>"
+	SubjectsManualRun = "facho.schedule.manual.>"
 )
 
 // Durable consumer names.
@@ -62,6 +63,14 @@ const BucketOLTSNMP = "facho_olt_snmp"
 func KeyONUSet(oltID string) string   { return "onus." + oltID }
 func KeyGetSizes(oltID string) string { return "get." + oltID }
 
+// BucketCancel is the KV bucket of cancelled executions: the planner puts
+// an ExecutionCancel under CancelKey(execution_id); a poller checks it
+// before it starts a NodeDue and watches it while the execution runs.
+const BucketCancel = "facho_cancel"
+
+// CancelKey is an execution's key in BucketCancel.
+func CancelKey(executionID string) string { return "exec." + executionID }
+
 // tokenRE is what an id must look like to be used as one subject token.
 var tokenRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
@@ -75,12 +84,23 @@ func SubjectBrand(id string) string { return "facho.config.brand." + id }
 func SubjectOLT(id string) string   { return "facho.config.olt." + id }
 func SubjectOID(id string) string   { return "facho.config.oid." + id }
 func SubjectJob(id string) string   { return "facho.config.job." + id }
+
+// SubjectOLTDisabled is where the planner disables an OLT after consecutive
+// failures (its own subject: the planner never writes an OLT's
+// configuration).
+func SubjectOLTDisabled(id string) string { return "facho.config.olt_disabled." + id }
+func SubjectWorkflow(id string) string {
+	return "facho.config.workflow." + id
+}
 func SubjectAssignment(jobID, oltID string) string {
 	return "facho.config.assignment." + jobID + "." + oltID
 }
 
 // SubjectNodeDue is where the planner says a node (job on OLT) is due.
 func SubjectNodeDue(oltID string) string { return "facho.schedule.due." + oltID }
+
+// SubjectManualRun is where the API asks the planner to run a node now.
+func SubjectManualRun(oltID string) string { return "facho.schedule.manual." + oltID }
 
 // Execution lifecycle phases.
 const (
@@ -90,8 +110,13 @@ const (
 	// PhaseSkipped: the run was not made because a newer one supersedes it
 	// (no catch-up).
 	PhaseSkipped = "skipped"
-	// PhaseInterrupted: the attempt's lease expired without a succeeded or
-	// failed event (its poller died or was cut off mid-walk).
+	// PhaseAborted: the planner cancelled the execution before it started
+	// (its task or OLT was disabled).
+	PhaseAborted = "aborted"
+	// PhaseInterrupted: the attempt ended without a succeeded or failed
+	// event: its lease expired (its poller died or was cut off mid-walk),
+	// or the planner cancelled it while it ran (its OLT was disabled or
+	// deleted; ExecutionInterrupted.Cancelled), releasing the lease.
 	PhaseInterrupted = "interrupted"
 )
 

@@ -10,10 +10,12 @@ import (
 // dead-letter streams.
 const (
 	TypeNodeDue              = "node.due"
+	TypeNodeRunRequested     = "node.run_requested"
 	TypeExecutionStarted     = "execution.started"
 	TypeExecutionSucceeded   = "execution.succeeded"
 	TypeExecutionFailed      = "execution.failed"
 	TypeExecutionSkipped     = "execution.skipped"
+	TypeExecutionAborted     = "execution.aborted"
 	TypeExecutionInterrupted = "execution.interrupted"
 	TypeVarbindBatch         = "varbind.batch"
 	TypeONUChanged           = "onu.changed"
@@ -62,9 +64,37 @@ type NodeDue struct {
 	// SNMP is the OLT's tuning over its brand's (SNMPTuning.Over); zero
 	// fields take the poller's defaults.
 	SNMP SNMPTuning `json:"snmp,omitzero"`
+	// Chain lists the chained nodes of a composite node (seed 004), run
+	// after the master, in order, under the same lease, each as its own
+	// execution. Empty for a plain node.
+	Chain []ChainedNode `json:"chain,omitempty"`
+	// StopOnFailure: a failed element ends the chain; the rest are
+	// published as skipped.
+	StopOnFailure bool `json:"stop_on_failure,omitempty"`
+	// DispatchedAt is when the planner released the node to the pollers
+	// (after it waited in its OLT's queue, or at ScheduledAt when the OLT
+	// was free). Staleness counts from it: a node that waited behind its
+	// OLT's other work is not stale for that. Absent in older events.
+	DispatchedAt time.Time `json:"dispatched_at,omitzero"`
+	// Attempt is the attempt this dispatch makes, as the planner knows it
+	// (1, or 1 + the failed attempts of a retried execution); 0 when
+	// unknown. A poller counts the attempts from the stream when an attempt
+	// may have started since the dispatch (a redelivery).
+	Attempt int `json:"attempt,omitempty"`
 }
 
 func (NodeDue) EventType() string { return TypeNodeDue }
+
+// ChainedNode is one chained node of a composite NodeDue: its own job,
+// what it reads and its own execution id.
+type ChainedNode struct {
+	ExecutionID    string    `json:"execution_id"`
+	JobID          string    `json:"job_id"`
+	JobName        string    `json:"job_name"`
+	Kind           string    `json:"kind"`
+	OIDs           []OIDSpec `json:"oids"`
+	TimeoutSeconds int       `json:"timeout_seconds"`
+}
 
 // Validate checks what a poller needs.
 func (n NodeDue) Validate() error {
@@ -86,6 +116,19 @@ func (n NodeDue) Validate() error {
 	}
 	return nil
 }
+
+// NodeRunRequested asks the planner to run a node now (a manual run, seed
+// 004): ahead of its OLT's queue, without moving the node's schedule. The
+// API chooses the execution id and answers it at once.
+type NodeRunRequested struct {
+	ExecutionID string    `json:"execution_id"`
+	NodeID      string    `json:"node_id"`
+	JobID       string    `json:"job_id"`
+	OLTID       string    `json:"olt_id"`
+	RequestedAt time.Time `json:"requested_at"`
+}
+
+func (NodeRunRequested) EventType() string { return TypeNodeRunRequested }
 
 // ExecutionStarted: a poller holds the OLT's lease and starts the SNMP work.
 type ExecutionStarted struct {
@@ -140,6 +183,10 @@ type ExecutionFailed struct {
 	DurationMS    int64     `json:"duration_ms"`
 	Error         string    `json:"error"`
 	Retryable     bool      `json:"retryable"`
+	// Redelivered says the poller put the NodeDue back in the queue: another
+	// attempt of this execution follows, so the execution has not ended.
+	// Absent (false): this failure ends the execution.
+	Redelivered bool `json:"redelivered,omitempty"`
 }
 
 func (ExecutionFailed) EventType() string { return TypeExecutionFailed }
@@ -161,6 +208,20 @@ type ExecutionSkipped struct {
 
 func (ExecutionSkipped) EventType() string { return TypeExecutionSkipped }
 
+// ExecutionAborted: the planner cancelled the execution before it started
+// (its task or its OLT was disabled or deleted, see BucketCancel): no SNMP
+// request was sent. Final: the execution is ABORTED.
+type ExecutionAborted struct {
+	ExecutionID string    `json:"execution_id"`
+	JobID       string    `json:"job_id"`
+	OLTID       string    `json:"olt_id"`
+	PollerID    string    `json:"poller_id"`
+	Reason      string    `json:"reason"`
+	AbortedAt   time.Time `json:"aborted_at"`
+}
+
+func (ExecutionAborted) EventType() string { return TypeExecutionAborted }
+
 // ExecutionInterrupted: the lease of a started attempt expired (its holder
 // stopped renewing it: killed, frozen or cut off) without a succeeded or
 // failed event. Every poller watches the lease bucket and publishes it for
@@ -169,6 +230,11 @@ func (ExecutionSkipped) EventType() string { return TypeExecutionSkipped }
 // final for the attempt: a late succeeded or failed of the same attempt does
 // not replace it, and an attempt that already ended keeps its outcome; a
 // newer attempt of the execution (its NodeDue redelivered) still runs.
+//
+// The poller running the attempt also publishes it, with Cancelled, when the
+// planner cancels the execution while it runs (its OLT was disabled or
+// deleted): the walk stopped between two requests, the lease was released
+// and no other attempt follows (the NodeDue is acknowledged).
 type ExecutionInterrupted struct {
 	ExecutionID string `json:"execution_id"`
 	JobID       string `json:"job_id"`
@@ -184,9 +250,32 @@ type ExecutionInterrupted struct {
 	// DetectedBy is the poller that published the event.
 	DetectedBy string `json:"detected_by"`
 	Reason     string `json:"reason"`
+	// Cancelled: the planner cancelled the execution; final for the
+	// execution, not only the attempt.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 func (ExecutionInterrupted) EventType() string { return TypeExecutionInterrupted }
+
+// Cancel modes of an ExecutionCancel.
+const (
+	// CancelPending: abort the execution if it has not started; a running
+	// one goes on (a disabled task).
+	CancelPending = "pending"
+	// CancelAll: abort it if it has not started, interrupt it if it runs
+	// (a disabled or deleted OLT).
+	CancelAll = "all"
+)
+
+// ExecutionCancel is the value of an execution's key in BucketCancel.
+type ExecutionCancel struct {
+	ExecutionID string    `json:"execution_id"`
+	OLTID       string    `json:"olt_id"`
+	JobID       string    `json:"job_id"`
+	Mode        string    `json:"mode"`
+	Reason      string    `json:"reason"`
+	At          time.Time `json:"at"`
+}
 
 // Varbind is one raw SNMP variable binding. Value is decimal for numeric
 // types, lower-case hex for OctetString (binary-safe), dotted for
@@ -288,6 +377,10 @@ const (
 	// AuditONUReadFailed: a get could not read some OIDs of some ONUs
 	// (ExecutionSucceeded.ONUFailures).
 	AuditONUReadFailed = "ONU_READ_FAILED"
+	AuditExecAborted   = "EXECUTION_ABORTED"
+	AuditOLTEnabled    = "OLT_ENABLED"
+	AuditManualRun     = "MANUAL_RUN"
+	AuditTakeover      = "PLANNER_TAKEOVER"
 )
 
 // Audit levels.

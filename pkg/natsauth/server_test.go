@@ -119,6 +119,12 @@ func TestForgedPublishIsRefused(t *testing.T) {
 		// The API reads the poller states, only pollers write them.
 		{natsauth.API, "$KV.facho_pollers.p1", "KV_" + streams.BucketPollers},
 		{natsauth.Projector, "$KV.facho_pollers.p1", "KV_" + streams.BucketPollers},
+		{natsauth.API, "$KV.facho_schedule.j1.olt-1", "KV_" + streams.BucketSchedule},
+		{natsauth.API, "facho.config.olt_disabled.olt-1", streams.StreamConfig},
+		{natsauth.API, "facho.audit.api", streams.StreamAudit},
+		{natsauth.Planner, "facho.config.olt.olt-1", streams.StreamConfig},
+		{natsauth.Planner, "facho.exec.olt-1.succeeded", streams.StreamExec},
+		{natsauth.Poller, "facho.schedule.manual.olt-1", streams.StreamSchedule},
 	} {
 		t.Run(tc.identity+" "+tc.subject, func(t *testing.T) {
 			v := make(violations, 16)
@@ -266,8 +272,8 @@ func TestLegitimateWorkPasses(t *testing.T) {
 	must("api stream", err)
 	_, err = cfgStream.GetLastMsgForSubject(ctx, streams.SubjectBrand("b1"))
 	must("api last msg", err)
-	_, err = api.Publish(ctx, streams.SubjectAudit("api"), []byte(`{}`))
-	must("api audit", err)
+	_, err = api.Publish(ctx, streams.SubjectManualRun("olt-1"), []byte(`{}`))
+	must("api manual run", err)
 
 	// planner: replays the configuration, publishes NodeDue and audit.
 	planner, plannerV := conn(natsauth.Planner)
@@ -283,6 +289,43 @@ func TestLegitimateWorkPasses(t *testing.T) {
 	must("planner node due", err)
 	_, err = planner.Publish(ctx, streams.SubjectAudit("planner"), []byte(`{}`))
 	must("planner audit", err)
+	_, err = planner.Publish(ctx, streams.SubjectOLTDisabled("olt-1"), []byte(`{}`))
+	must("planner auto-disable", err)
+	_, err = planner.Publish(ctx, streams.SubjectExec("olt-1", streams.PhaseAborted), []byte(`{}`))
+	must("planner aborted manual run", err)
+	for _, st := range []struct{ stream, filter string }{
+		{streams.StreamExec, streams.SubjectExec("*", streams.PhaseAborted)},
+		{streams.StreamSchedule, streams.SubjectsManualRun},
+	} {
+		c, err := planner.OrderedConsumer(ctx, st.stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{st.filter}})
+		must("planner ordered consumer on "+st.stream, err)
+		_, err = c.Next(jetstream.FetchMaxWait(bound))
+		must("planner read "+st.stream, err)
+	}
+	for _, bucket := range []string{streams.BucketSchedule, streams.BucketCancel, streams.BucketPlannerLeader} {
+		pkv, err := planner.KeyValue(ctx, bucket)
+		must("planner kv "+bucket, err)
+		_, err = pkv.Put(ctx, "x1.olt-1", []byte(`{}`))
+		must("planner kv put "+bucket, err)
+		keys, err := pkv.ListKeys(ctx)
+		must("planner kv keys "+bucket, err)
+		for range keys.Keys() {
+		}
+	}
+
+	// api: reads the persisted schedule and the queue report.
+	for _, bucket := range []string{streams.BucketSchedule, streams.BucketPlannerLeader} {
+		akv, err := api.KeyValue(ctx, bucket)
+		must("api kv "+bucket, err)
+		_, err = akv.Get(ctx, "x1.olt-1")
+		must("api kv get "+bucket, err)
+	}
+	akv, err := api.KeyValue(ctx, streams.BucketSchedule)
+	must("api kv", err)
+	lister, err := akv.ListKeysFiltered(ctx, "*.olt-1")
+	must("api kv list", err)
+	for range lister.Keys() {
+	}
 
 	// poller: takes the NodeDue, holds the lease, publishes the execution,
 	// scans FACHO_EXEC, dead-letters.
@@ -302,6 +345,13 @@ func TestLegitimateWorkPasses(t *testing.T) {
 	must("poller lease watch", err)
 	must("poller lease watch stop", w.Stop())
 	must("poller lease release", kv.Delete(ctx, "olt.olt-1", jetstream.LastRevision(rev)))
+	ckv, err := poller.KeyValue(ctx, streams.BucketCancel)
+	must("poller cancel kv", err)
+	_, err = ckv.Get(ctx, "x1.olt-1")
+	must("poller cancel get", err)
+	cw, err := ckv.Watch(ctx, "exec.*", jetstream.UpdatesOnly())
+	must("poller cancel watch", err)
+	must("poller cancel watch stop", cw.Stop())
 	_, err = poller.Publish(ctx, streams.SubjectExec("olt-1", streams.PhaseStarted), []byte(`{}`))
 	must("poller exec", err)
 	_, err = poller.Publish(ctx, streams.SubjectVarbinds("olt-1"), []byte(`{}`))

@@ -59,8 +59,15 @@ func Table() []Identity {
 		{
 			Name:        Planner,
 			Description: "plans executions from the configuration stream",
-			Publish:     []string{streams.SubjectsNodeDue, streams.SubjectsAudit},
-			Ordered:     []string{streams.StreamConfig},
+			// NodeDue, its audit events, the auto-disable of an OLT after
+			// consecutive failures, the aborted end of a manual run it
+			// cannot make.
+			Publish: []string{streams.SubjectsNodeDue, streams.SubjectsAudit, streams.SubjectOLTDisabled("*"),
+				streams.SubjectExec("*", streams.PhaseAborted)},
+			// The configuration replay, the terminal execution events, the
+			// manual run requests.
+			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamSchedule},
+			Buckets: []string{streams.BucketSchedule, streams.BucketCancel, streams.BucketPlannerLeader},
 		},
 		{
 			Name:        Poller,
@@ -70,7 +77,9 @@ func Table() []Identity {
 			// FACHO_ONU: the discovered ONUs a get reads (getonus.go).
 			Ordered:  []string{streams.StreamExec, streams.StreamONU},
 			ReadMsgs: []string{streams.StreamExec},
-			Buckets:  []string{streams.BucketLeases, streams.BucketPollers, streams.BucketOLTSNMP},
+			// Leases, its process record, what it learned of each OLT; the
+			// planner's cancellations (read and watched).
+			Buckets: []string{streams.BucketLeases, streams.BucketPollers, streams.BucketOLTSNMP, streams.BucketCancel},
 		},
 		{
 			Name:        Projector,
@@ -93,11 +102,15 @@ func Table() []Identity {
 		{
 			Name:        API,
 			Description: "turns configuration into events; serves the live event stream (SSE)",
-			Publish:     []string{streams.SubjectsConfig, streams.SubjectsAudit},
+			// Configuration (not the planner's auto-disable) and manual run
+			// requests.
+			Publish: []string{streams.SubjectBrand("*"), streams.SubjectOID("*"), streams.SubjectOLT("*"), streams.SubjectJob("*"),
+				streams.SubjectAssignment("*", "*"), streams.SubjectWorkflow("*"), streams.SubjectsManualRun},
 			// GET /api/v1/events/stream follows these with ordered consumers.
-			Ordered:     []string{streams.StreamONU, streams.StreamExec, streams.StreamNotify},
-			ReadMsgs:    []string{streams.StreamConfig},
-			ReadBuckets: []string{streams.BucketPollers},
+			Ordered:  []string{streams.StreamONU, streams.StreamExec, streams.StreamNotify},
+			ReadMsgs: []string{streams.StreamConfig},
+			// Pollers; the persisted schedule and the queue report.
+			ReadBuckets: []string{streams.BucketPollers, streams.BucketSchedule, streams.BucketPlannerLeader},
 		},
 		{
 			Name:            Observer,

@@ -48,10 +48,12 @@ type Deps struct {
 }
 
 type server struct {
-	cfg    Config
-	deps   Deps
-	config jetstream.Stream
-	m      *metrics
+	cfg      Config
+	deps     Deps
+	config   jetstream.Stream
+	schedule jetstream.KeyValue
+	leader   jetstream.KeyValue
+	m        *metrics
 	// health checks of /healthz: they answer "database unavailable" and
 	// "nats unavailable", the detail goes to the log.
 	dbCheck, natsCheck func(context.Context) error
@@ -118,6 +120,12 @@ func newServer(ctx context.Context, cfg Config, deps Deps) (*server, http.Handle
 	if s.docsTmpl, err = template.New("docs").Parse(apiDocsHTML); err != nil {
 		return nil, nil, fmt.Errorf("api docs template: %w", err)
 	}
+	if s.schedule, err = deps.JS.KeyValue(sctx, streams.BucketSchedule); err != nil {
+		return nil, nil, fmt.Errorf("api: open kv %s: %w", streams.BucketSchedule, err)
+	}
+	if s.leader, err = deps.JS.KeyValue(sctx, streams.BucketPlannerLeader); err != nil {
+		return nil, nil, fmt.Errorf("api: open kv %s: %w", streams.BucketPlannerLeader, err)
+	}
 	s.dbCheck = telemetry.PublicCheck(deps.Log, "postgres", "database unavailable", deps.DB.Ping)
 	s.natsCheck = telemetry.PublicCheck(deps.Log, "nats", "nats unavailable", func(context.Context) error {
 		nc := deps.JS.Conn()
@@ -150,6 +158,17 @@ func (s *server) routes() (http.Handler, error) {
 	}
 	api("GET /api/v1/me", s.me)
 	api("GET /api/v1/openapi.json", s.openAPI)
+
+	// Scheduling (issue 7): workflows, the persisted schedule, the queue,
+	// manual runs.
+	api("GET /api/v1/workflows", s.listWorkflows)
+	api("POST /api/v1/workflows", s.createWorkflow)
+	api("PUT /api/v1/workflows/{id}", s.updateWorkflow)
+	api("DELETE /api/v1/workflows/{id}", s.deleteWorkflow)
+	api("GET /api/v1/olts/{id}/nodes", s.listOLTNodes)
+	api("GET /api/v1/nodes/{node_id}", s.getNode)
+	api("GET /api/v1/pollers/queue/{$}", s.getQueue)
+	api("POST /api/v1/pollers/nodes/{node_id}/run/{$}", s.runNode)
 
 	api("GET /api/v1/brands", s.listBrands)
 	api("POST /api/v1/brands", s.createBrand)

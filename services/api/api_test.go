@@ -90,7 +90,13 @@ func (f *fixture) must(method, path, body string, want int) map[string]any {
 // last reads the latest event on a config subject.
 func (f *fixture) last(subject string) streams.Envelope {
 	f.t.Helper()
-	s, err := f.js.Stream(context.Background(), streams.StreamConfig)
+	return f.lastOn(streams.StreamConfig, subject)
+}
+
+// lastOn reads the latest event on a subject of a stream.
+func (f *fixture) lastOn(stream, subject string) streams.Envelope {
+	f.t.Helper()
+	s, err := f.js.Stream(context.Background(), stream)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -328,9 +334,10 @@ func TestReadEndpoints(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	if _, err := f.db.Exec(ctx, `INSERT INTO olts (id, name, ip, port, brand_id, enabled, updated_at, deleted) VALUES
-		('olt-a', 'A', '10.0.0.1', 161, 'huawei', true, $1, false),
-		('olt-x', 'X', '10.0.0.9', 161, 'huawei', true, $1, true)`, now); err != nil {
+	if _, err := f.db.Exec(ctx, `INSERT INTO olts (id, name, ip, port, brand_id, enabled, updated_at, deleted, disabled_reason, disabled_at) VALUES
+		('olt-a', 'A', '10.0.0.1', 161, 'huawei', true, $1, false, '', NULL),
+		('olt-d', 'D', '10.0.0.4', 161, 'huawei', false, $1, false, '3 consecutive failed executions', $1),
+		('olt-x', 'X', '10.0.0.9', 161, 'huawei', true, $1, true, '', NULL)`, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.db.Exec(ctx, `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen) VALUES
@@ -346,8 +353,15 @@ func TestReadEndpoints(t *testing.T) {
 	}
 
 	out := f.must("GET", "/api/v1/olts", "", http.StatusOK)
-	if out["count"] != float64(1) {
-		t.Errorf("olts %v", out)
+	olts, _ := out["olts"].([]any)
+	if out["count"] != float64(2) || len(olts) != 2 {
+		t.Fatalf("olts %v", out)
+	}
+	if a := olts[0].(map[string]any); a["id"] != "olt-a" || a["disabled_reason"] != nil || a["disabled_at"] != nil {
+		t.Errorf("enabled olt %v", a)
+	}
+	if d := olts[1].(map[string]any); d["enabled"] != false || d["disabled_reason"] != "3 consecutive failed executions" || d["disabled_at"] != "2026-11-21T10:00:00Z" {
+		t.Errorf("auto-disabled olt %v", d)
 	}
 
 	out = f.must("GET", "/api/v1/olts/olt-a/onus", "", http.StatusOK)

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/facho-olt/facho/streams"
 )
@@ -30,6 +31,11 @@ type oltView struct {
 	Enabled     bool               `json:"enabled"`
 	Description string             `json:"description"`
 	SNMP        streams.SNMPTuning `json:"snmp"`
+	// DisabledReason and DisabledAt: the planner disabled the OLT after
+	// consecutive failed executions (olt.auto_disabled; re-enabling clears
+	// them). Only the read model's list carries them.
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
 }
 
 func viewOLT(o streams.OLTUpserted) oltView {

@@ -73,19 +73,22 @@ func (s *server) readModelDown(err error) *apiError {
 }
 
 type oltRow struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	IP          string    `json:"ip"`
-	Port        int       `json:"port"`
-	BrandID     string    `json:"brand_id"`
-	Enabled     bool      `json:"enabled"`
-	Description string    `json:"description"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	ONUs        int       `json:"onus"`
-	Online      int       `json:"onus_online"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	IP          string `json:"ip"`
+	Port        int    `json:"port"`
+	BrandID     string `json:"brand_id"`
+	Enabled     bool   `json:"enabled"`
+	Description string `json:"description"`
+	// DisabledReason and DisabledAt: an auto-disable by the planner.
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	ONUs           int        `json:"onus"`
+	Online         int        `json:"onus_online"`
 }
 
-const oltCols = `id, name, ip, port, brand_id, enabled, description, updated_at,
+const oltCols = `id, name, ip, port, brand_id, enabled, description, disabled_reason, disabled_at, updated_at,
 	(SELECT count(*) FROM onu_data d WHERE d.olt_id = olts.id),
 	(SELECT count(*) FROM onu_data d WHERE d.olt_id = olts.id AND d.status = 'ONLINE')`
 

@@ -74,18 +74,31 @@ func fromExec(env streams.Envelope) (Entry, error) {
 		e.Message = fmt.Sprintf("execution %s of job %s skipped: %s", ev.ExecutionID, ev.JobID, ev.Reason)
 		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
 			"reason": ev.Reason, "scheduled_at": ev.ScheduledAt, "skipped_at": ev.SkippedAt}
+	case streams.TypeExecutionAborted:
+		var ev streams.ExecutionAborted
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return e, err
+		}
+		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecAborted, streams.LevelWarning
+		e.Message = fmt.Sprintf("execution %s of job %s aborted before it started: %s", ev.ExecutionID, ev.JobID, ev.Reason)
+		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"reason": ev.Reason, "aborted_at": ev.AbortedAt}
 	case streams.TypeExecutionInterrupted:
 		var ev streams.ExecutionInterrupted
 		if err := streams.DecodeData(env, &ev); err != nil {
 			return e, err
 		}
 		// An error: a poller died mid-run and the attempt's work is lost;
-		// its NodeDue may run again as the next attempt.
+		// its NodeDue may run again as the next attempt. A warning when the
+		// planner cancelled it (its OLT was disabled or deleted).
 		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecInterrupted, streams.LevelError
+		if ev.Cancelled {
+			e.Level = streams.LevelWarning
+		}
 		e.Message = fmt.Sprintf("execution %s of job %s interrupted (attempt %d): %s", ev.ExecutionID, ev.JobID, ev.Attempt, ev.Reason)
 		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
 			"attempt": ev.Attempt, "lease_revision": ev.LeaseRevision, "detected_by": ev.DetectedBy, "reason": ev.Reason,
-			"started_at": ev.StartedAt, "interrupted_at": ev.InterruptedAt}
+			"started_at": ev.StartedAt, "interrupted_at": ev.InterruptedAt, "cancelled": ev.Cancelled}
 	default:
 		return e, errSkip{env.Type}
 	}

@@ -39,6 +39,8 @@ func TestEntries(t *testing.T) {
 		{"failed, will retry", streams.ExecutionFailed{ExecutionID: "e", OLTID: "o", Retryable: true}, fromExec, streams.AuditExecFailed, streams.LevelWarning, "o", nil},
 		{"skipped", streams.ExecutionSkipped{ExecutionID: "e", JobID: "j", OLTID: "o", Reason: "stale"}, fromExec, streams.AuditExecSkipped, streams.LevelWarning, "o", nil},
 		{"interrupted", streams.ExecutionInterrupted{ExecutionID: "e", JobID: "j", OLTID: "o", Attempt: 1, Reason: "lease expired"}, fromExec, streams.AuditExecInterrupted, streams.LevelError, "o", nil},
+		{"aborted", streams.ExecutionAborted{ExecutionID: "e", JobID: "j", OLTID: "o", Reason: "job disabled"}, fromExec, streams.AuditExecAborted, streams.LevelWarning, "o", nil},
+		{"interrupted by the planner", streams.ExecutionInterrupted{ExecutionID: "e", JobID: "j", OLTID: "o", Attempt: 1, Reason: "OLT disabled", Cancelled: true}, fromExec, streams.AuditExecInterrupted, streams.LevelWarning, "o", nil},
 		{"audit", streams.AuditEvent{Kind: streams.AuditOLTDisabled, Level: "critical", OLTID: "o"}, fromAudit, streams.AuditOLTDisabled, streams.LevelCritical, "o", nil},
 		{"audit with unknown level is INFO", streams.AuditEvent{Kind: streams.AuditTaskAdded, Level: "loud"}, fromAudit, streams.AuditTaskAdded, streams.LevelInfo, "", nil},
 		{"audit without type is malformed", streams.AuditEvent{Level: "INFO"}, fromAudit, "", "", "", streams.ErrMalformed},

@@ -43,6 +43,9 @@ func (s *state) why(k NodeKey) string {
 	case !a.enabled:
 		return "assignment disabled"
 	}
+	if wf, ok := s.chainedIn(k); ok {
+		return fmt.Sprintf("chained after %s in workflow %s", wf.MasterJobID, wf.ID)
+	}
 	job, ok := s.jobs[k.JobID]
 	switch {
 	case !ok:
@@ -56,6 +59,8 @@ func (s *state) why(k NodeKey) string {
 		return "OLT deleted"
 	case !olt.Enabled:
 		return "OLT disabled"
+	case !s.oltEnabled(k.OLTID):
+		return "OLT disabled: " + s.autoDisabled[k.OLTID].Reason
 	case olt.BrandID != job.BrandID:
 		return "job brand differs from the OLT brand"
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Config of the planner. Zero fields take the defaults of WithDefaults.
@@ -22,10 +24,31 @@ type Config struct {
 	// PollTimeoutSeconds is the timeout of get jobs that set none (seed 001:
 	// 60 s).
 	PollTimeoutSeconds int
+	// FirstRunSpread bounds the per-node offset added to the first runs of
+	// nodes that become plannable together (the same configuration event,
+	// e.g. a job enabled on 1,000 OLTs) so they do not fire together: a
+	// node's offset is a hash of its id in [0, min(interval,
+	// FirstRunSpread)). A node enabled alone gets none. Negative: no spread.
+	FirstRunSpread time.Duration
+	// StuckGrace: a flight whose terminal event has not come by
+	// dispatch + interval + timeout + StuckGrace is ended by the planner
+	// (a safety net; the poller ends every NodeDue).
+	StuckGrace time.Duration
+	// RetryBackoff is the seed 001 retry class: the delay before retry n
+	// is RetryBackoff[n-1] (the last one repeats). A job with
+	// retry_delay_seconds > 0 uses that delay doubled at each retry
+	// instead (300 s gives 300, 600, 1200 s). Default 300 s, 600 s, 1200 s.
+	RetryBackoff []time.Duration
+	// DisableAfterFailures is how many consecutive failed executions (after
+	// their retries) disable an OLT (seed 001: 3). Negative: never.
+	DisableAfterFailures int
 	// PublishTimeout bounds one publish to JetStream.
 	PublishTimeout time.Duration
 	// Source names the planner in event envelopes.
 	Source string
+	// Instance names this replica as the holder of the leader lease.
+	// Default "planner-" and a random suffix.
+	Instance string
 }
 
 // WithDefaults fills zero fields.
@@ -48,8 +71,23 @@ func (c Config) WithDefaults() Config {
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 5 * time.Second
 	}
+	if c.FirstRunSpread == 0 {
+		c.FirstRunSpread = 15 * time.Minute
+	}
+	if len(c.RetryBackoff) == 0 {
+		c.RetryBackoff = []time.Duration{300 * time.Second, 600 * time.Second, 1200 * time.Second}
+	}
+	if c.DisableAfterFailures == 0 {
+		c.DisableAfterFailures = 3
+	}
+	if c.StuckGrace == 0 {
+		c.StuckGrace = 5 * time.Minute
+	}
 	if c.Source == "" {
 		c.Source = "planner"
+	}
+	if c.Instance == "" {
+		c.Instance = "planner-" + uuid.NewString()[:8]
 	}
 	return c
 }
@@ -70,8 +108,24 @@ func (c Config) Validate() error {
 	if c.DiscoveryTimeoutSeconds < 1 || c.PollTimeoutSeconds < 1 {
 		errs = append(errs, errors.New("default timeouts must be at least 1 s"))
 	}
+	for _, d := range c.RetryBackoff {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("retry backoff %s: want > 0", d))
+		}
+	}
+	if c.StuckGrace < 0 {
+		errs = append(errs, fmt.Errorf("stuck grace %s: want > 0", c.StuckGrace))
+	}
 	if c.PublishTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("publish timeout %s: want > 0", c.PublishTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// retryDelay is the delay before retry n (1-based) of a node.
+func (c Config) retryDelay(spec NodeSpec, n int) time.Duration {
+	if spec.RetryDelaySeconds > 0 {
+		return time.Duration(spec.RetryDelaySeconds) * time.Second << min(n-1, 16)
+	}
+	return c.RetryBackoff[min(n, len(c.RetryBackoff))-1]
 }

@@ -1,32 +1,43 @@
-// Package planner knows every brand, OID, OLT, job and job-OLT assignment
-// (replayed from the FACHO_CONFIG stream) and emits a NodeDue event when a
-// node, one job on one OLT, is due (Zabbix style: due when next_run_at <=
-// now, no catch-up, delayed nodes first, then priority).
+// Package planner knows every brand, OID, OLT, job, job-OLT assignment and
+// workflow (replayed from the FACHO_CONFIG stream) and dispatches a NodeDue
+// when a node, one job on one OLT (or a composite node: a workflow's master
+// and its chain), is due: Zabbix style (seed 004), due when next_run_at <=
+// now, no catch-up, delayed nodes first, then by delay, then priority.
 //
 // Layout, one job per file:
-//   - state.go: the configuration as the stream says it is, and which nodes
-//     are plannable (and since when);
-//   - schedule.go: the pure scheduling rules (next run, missed runs, interval
-//     changes, ordering) driven by an injected clock;
-//   - nodedue.go: NodeDue payloads and their deterministic ids;
-//   - planner.go: Run, wiring the stream, the tick loop and the publishers.
+//   - state.go: the configuration as the stream says it is, which nodes
+//     are plannable (and since when), workflows as composite nodes;
+//   - schedule.go: the pure scheduling rules (first run, next run = end of
+//     the run + interval, retries, interval changes) on an injected clock;
+//   - queue.go: one queue per OLT, at most one (composite) node in flight
+//     per OLT, seed 004's order;
+//   - emit.go: queueing due nodes, dispatching, the end of a flight
+//     (retry or next run), aborting a removed node's work;
+//   - exec.go: the terminal execution events (an ordered consumer on
+//     FACHO_EXEC) that end flights;
+//   - persist.go: the persisted schedule (KV facho_schedule), written
+//     after each step, restored by a new term;
+//   - disable.go: consecutive failures per OLT and the auto-disable;
+//   - manual.go: manual runs (node.run_requested from the API);
+//   - report.go: the queue report (KV facho_planner_leader, key queue);
+//   - planner.go: Run: the leader lease, terms, the loop.
 //
-// Seams for the full scheduling issue:
-//   - Composite nodes (master + chain, seed 004): Node carries one job; a
-//     composite becomes a Node whose Spec lists the chained jobs after the
-//     master (state.nodeSpec builds it, NodeDue grows a Chain field). Only the
-//     master's interval and next run live in Scheduler, which already treats
-//     a Node as one unit.
-//   - "Next waiting node of an OLT starts at once": Scheduler.Due returns
-//     every due node; a per-OLT queue that holds back all but one per OLT and
-//     releases the next when an execution event (FACHO_EXEC succeeded/failed)
-//     arrives plugs in between Scheduler.Due and publishDue in planner.go
-//     (a second ordered consumer on FACHO_EXEC feeding the same loop).
-//   - Persisted schedule / failover: Scheduler.Sync restores a node's next run
-//     from the grid anchored at the time the node became plannable (from the
-//     stream), so two planners compute the same scheduled times and the
-//     NodeDue Nats-Msg-Id drops the second copy. A persisted schedule (a KV
-//     bucket of next_run_at per node, written after each emission) would
-//     replace restoreNext in schedule.go; a leader lease in KV would gate
-//     publishDue.
+// The loop (one goroutine owns all state): configuration events re-plan at
+// once (Scheduler.Sync, audited); every Tick the due nodes move into their
+// OLT's queue and every free OLT dispatches its first waiting node; a
+// terminal event (succeeded, failed and not redelivered, skipped, aborted,
+// interrupted) of the execution in flight frees its OLT and dispatches the
+// next waiting node at once (a few ms, not the poller's 1 s busy NAK loop,
+// which stays as the safety net). A composite's flight ends with the last
+// of its executions; its next run counts from that end.
+//
+// Restart and fail-over: replicas compete for a KV leader lease; the holder
+// runs a term: it replays the configuration, restores the persisted
+// schedule (next runs, flights, retries) and reads terminal events from a
+// little before its oldest restored flight. Dispatch ids derive from (job,
+// OLT, scheduled time), so a run the previous leader dispatched without
+// persisting it is dispatched again under the same id, dropped by the
+// stream, and recognised as ended from its terminal event. A flight whose
+// terminal event never comes is freed after interval + timeout +
+// StuckGrace.
 package planner

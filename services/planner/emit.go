@@ -2,7 +2,11 @@ package planner
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,6 +20,7 @@ func (p *planner) syncPlan(ctx context.Context, initial bool) {
 	now := p.now()
 	changes := p.sched.Sync(p.state.desired(), now)
 	p.dirty = false
+	p.m.disabled.Set(float64(p.state.disabledOLTs()))
 	p.m.planned.Set(float64(p.sched.Len()))
 	if initial {
 		p.log.Info().Int("nodes", p.sched.Len()).Uint64(telemetry.KeyStreamSeq, p.lastSeq).Msg("plan built from the configuration stream")
@@ -29,9 +34,15 @@ func (p *planner) syncPlan(ctx context.Context, initial bool) {
 		return
 	}
 	for _, c := range changes {
+		p.touch(c.Key)
 		reason := ""
 		if c.Kind == streams.AuditTaskRemoved {
 			reason = p.state.why(c.Key)
+		}
+		if c.Kind != streams.AuditPlanAdjusted {
+			// A removed node, or one that starts over, loses its waiting
+			// run and its dispatched one.
+			p.abortNode(ctx, c, reason)
 		}
 		p.log.Info().Str(telemetry.KeyJob, c.Key.JobID).Str(telemetry.KeyOLT, c.Key.OLTID).
 			Str("change", c.Kind).Str("reason", reason).Time("next_run_at", c.Next).Msg("plan changed")
@@ -42,47 +53,232 @@ func (p *planner) syncPlan(ctx context.Context, initial bool) {
 	}
 }
 
-// emitDue publishes a NodeDue for every due node, most urgent first. A node
-// whose publish fails stays due and is retried at the next tick with the
-// same id, so a publish that did land is not doubled.
-func (p *planner) emitDue(ctx context.Context) {
-	now := p.now()
-	due := p.sched.Due(now)
-	delayed := 0
-	for _, d := range due {
-		if d.Delayed {
-			delayed++
+// queueDue moves every node due at now into its OLT's queue.
+func (p *planner) queueDue(now time.Time) {
+	for _, d := range p.sched.Due(now) {
+		take := p.sched.Take
+		if d.Retry > 0 {
+			take = p.sched.TakeRetry
+		}
+		if take(d.Key, d.ScheduledAt) {
+			p.queues.Push(d)
+			p.touch(d.Key)
 		}
 	}
-	p.m.delayed.Set(float64(delayed))
-	for _, d := range due {
-		if ctx.Err() != nil {
-			return
+}
+
+// dispatchReady dispatches the first waiting node of every free OLT, most
+// urgent first. A node whose publish fails goes back to the head of its
+// queue and is retried at the next tick with the same id, so a publish
+// that did land is not doubled.
+func (p *planner) dispatchReady(ctx context.Context, now time.Time) {
+	ready := p.queues.Ready(now)
+	for i, d := range ready {
+		if ctx.Err() != nil || p.dispatch(ctx, d, now) != nil {
+			// JetStream is likely unreachable: the rest waits too.
+			for _, r := range ready[i+1:] {
+				p.queues.Unpop(r)
+			}
+			break
 		}
-		nd := nodeDue(d)
-		id := dueMsgID(d.Key, d.ScheduledAt)
-		b, err := streams.EncodeWithID(id, p.cfg.Source, now, nd)
-		if err != nil {
-			p.log.Error().Err(err).Str(telemetry.KeyJob, d.Key.JobID).Str(telemetry.KeyOLT, d.Key.OLTID).Msg("encode NodeDue")
-			continue
+	}
+	p.gauges()
+}
+
+// dispatchOLT dispatches the next waiting node of one OLT, if it is free.
+func (p *planner) dispatchOLT(ctx context.Context, olt string, now time.Time) {
+	if d, ok := p.queues.Pop(olt, now); ok {
+		_ = p.dispatch(ctx, d, now)
+	}
+	p.gauges()
+}
+
+// dispatch publishes the NodeDue of a node Pop took; on failure the node
+// goes back to its queue. Inside a batch (beginBatch) the publish is
+// asynchronous: the flight is recorded at once and endBatch confirms it or
+// puts the node back.
+func (p *planner) dispatch(ctx context.Context, d DueNode, now time.Time) error {
+	nd := nodeDue(d)
+	nd.DispatchedAt = now.UTC()
+	nd.Attempt = d.Retry + 1
+	id := dueMsgID(d.Key, d.ScheduledAt)
+	if d.Manual {
+		id = streams.MsgID("manual", nd.ExecutionID)
+	}
+	if d.Retry > 0 {
+		// The same execution again: another message, another attempt.
+		id = streams.MsgID(id, "retry", d.Retry)
+	}
+	b, err := streams.EncodeWithID(id, p.cfg.Source, now, nd)
+	if err == nil && p.batching {
+		var fut jetstream.PubAckFuture
+		fut, err = p.js.PublishAsync(streams.SubjectNodeDue(d.Key.OLTID), b, jetstream.WithMsgID(id))
+		if err == nil {
+			p.queues.Dispatched(d.Key.OLTID, executionIDs(nd)...)
+			p.pending = append(p.pending, pendingDispatch{d: d, nd: nd, fut: fut})
+			return nil
 		}
+	} else if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
 		_, err = p.js.Publish(pctx, streams.SubjectNodeDue(d.Key.OLTID), b, jetstream.WithMsgID(id))
 		cancel()
-		if err != nil {
-			p.m.publishErrs.Inc()
-			p.log.Warn().Err(err).Str(telemetry.KeyJob, d.Key.JobID).Str(telemetry.KeyOLT, d.Key.OLTID).Msg("publish NodeDue; retry next tick")
-			return // JetStream is likely unreachable: the rest waits too
-		}
-		p.sched.Done(d.Key, d.ScheduledAt, now)
-		p.m.dueEmitted.Inc()
-		p.m.delay.Observe(d.Delay.Seconds())
-		if d.Delayed {
-			p.m.delayedTotal.Inc()
-		}
-		p.log.Debug().Str(telemetry.KeyJob, d.Key.JobID).Str(telemetry.KeyOLT, d.Key.OLTID).
-			Str(telemetry.KeyExecution, nd.ExecutionID).Float64("delay_seconds", nd.DelaySeconds).Msg("node due")
 	}
+	if err != nil {
+		p.undispatch(d, nd, err)
+		return fmt.Errorf("publish NodeDue %s: %w", id, err)
+	}
+	p.queues.Dispatched(d.Key.OLTID, executionIDs(nd)...)
+	p.dispatched(ctx, d, nd)
+	return nil
+}
+
+// pendingDispatch is an asynchronous dispatch waiting for its ack.
+type pendingDispatch struct {
+	d   DueNode
+	nd  streams.NodeDue
+	fut jetstream.PubAckFuture
+}
+
+// beginBatch makes the dispatches that follow asynchronous, so a burst of
+// finishes (many OLTs ending at once) is not served one round trip at a
+// time; endBatch waits for their acks.
+func (p *planner) beginBatch() { p.batching = true }
+
+// endBatch confirms the batch's dispatches, or puts back in its queue a
+// node whose publish failed (retried at the next tick with the same id: a
+// publish that did land is dropped as a duplicate).
+func (p *planner) endBatch(ctx context.Context) {
+	p.batching = false
+	pending := p.pending
+	p.pending = nil
+	timeout := time.NewTimer(p.cfg.PublishTimeout)
+	defer timeout.Stop()
+	for _, pd := range pending {
+		select {
+		case <-pd.fut.Ok():
+			p.dispatched(ctx, pd.d, pd.nd)
+		case err := <-pd.fut.Err():
+			p.undispatch(pd.d, pd.nd, err)
+		case <-timeout.C:
+			p.undispatch(pd.d, pd.nd, errors.New("no publish ack"))
+		case <-ctx.Done():
+			return
+		}
+	}
+	p.gauges()
+}
+
+func (p *planner) undispatch(d DueNode, nd streams.NodeDue, err error) {
+	p.queues.Unpop(d)
+	p.m.publishErrs.Inc()
+	p.log.Warn().Err(err).Str(telemetry.KeyJob, d.Key.JobID).Str(telemetry.KeyOLT, d.Key.OLTID).Str(telemetry.KeyExecution, nd.ExecutionID).
+		Msg("publish NodeDue; retry next tick")
+}
+
+// dispatched records a dispatch the stream acknowledged.
+func (p *planner) dispatched(ctx context.Context, d DueNode, nd streams.NodeDue) {
+	p.touch(d.Key)
+	for _, eid := range executionIDs(nd) {
+		// Already ended: dispatched again after a takeover or restart,
+		// the stream dropped the copy and the run's end was read before.
+		if f, ended := p.orphans[eid]; ended {
+			delete(p.orphans, eid)
+			p.log.Info().Str(telemetry.KeyExecution, eid).Msg("re-dispatched run had already ended")
+			defer p.onFinish(ctx, f)
+		}
+	}
+	if d.Manual {
+		p.m.manual.Inc()
+	}
+	p.m.dueEmitted.Inc()
+	p.m.delay.Observe(d.Delay.Seconds())
+	if d.Delayed {
+		p.m.delayedTotal.Inc()
+	}
+	p.log.Debug().Str(telemetry.KeyJob, d.Key.JobID).Str(telemetry.KeyOLT, d.Key.OLTID).Str(telemetry.KeyExecution, nd.ExecutionID).
+		Float64("delay_seconds", nd.DelaySeconds).Msg("node dispatched")
+}
+
+// maxOrphans bounds the terminal events kept without a flight.
+const maxOrphans = 100_000
+
+// onFinish handles an execution's terminal event. When it ends the OLT's
+// flight (the master of a plain node; the last open execution of a
+// composite), the node's next run is planned from the end of the run (or
+// its retry after the backoff) and the OLT's next waiting node is
+// dispatched at once.
+func (p *planner) onFinish(ctx context.Context, f finish) {
+	fl, done, ok := p.queues.Finish(f.OLTID, f.ExecutionID, f.Status, f.End)
+	if !ok {
+		p.log.Debug().Str(telemetry.KeyOLT, f.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).Str("status", f.Status).Msg("terminal event of no flight")
+		if len(p.orphans) < maxOrphans {
+			p.orphans[f.ExecutionID] = f
+		}
+		return
+	}
+	if f.ExecutionID != fl.ExecutionID {
+		p.countOutcome(ctx, f) // a chained node's own outcome
+	}
+	if !done {
+		return
+	}
+	p.completeFlight(ctx, fl, finish{OLTID: f.OLTID, JobID: fl.Key.JobID, ExecutionID: fl.ExecutionID, Status: fl.MasterStatus, End: fl.End})
+	now := p.now()
+	p.dispatchOLT(ctx, f.OLTID, now)
+	if _, busy := p.queues.Flight(f.OLTID); busy && !f.Published.IsZero() {
+		p.m.finishToDispatch.Observe(max(now.Sub(f.Published), 0).Seconds())
+	}
+}
+
+// completeFlight plans what follows an ended flight: the retry of a failed
+// master (per the job's max_retries, after the backoff; the OLT is free
+// meanwhile) or the node's next run at the end + interval. A manual run
+// moves nothing.
+func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
+	if fl.Manual {
+		return
+	}
+	p.touch(fl.Key)
+	if f.Status == "" {
+		f.Status = statusUnknown // the master's own event never came
+	}
+	if n, ok := p.sched.Node(fl.Key); ok && f.Status == statusFailed && n.Attempts < n.Spec.MaxRetries {
+		at := f.End.Add(p.cfg.retryDelay(n.Spec, n.Attempts+1)).Truncate(time.Millisecond)
+		p.sched.Retry(fl.Key, fl.ScheduledAt, at)
+		p.m.retried.Inc()
+		p.log.Info().Str(telemetry.KeyJob, fl.Key.JobID).Str(telemetry.KeyOLT, fl.Key.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).
+			Int("retry", n.Attempts+1).Time("retry_at", at).Msg("failed attempt: retry planned")
+		return
+	}
+	p.sched.Finish(fl.Key, fl.ScheduledAt, f.End, f.Status)
+	p.countOutcome(ctx, f)
+}
+
+// checkStuck ends flights whose terminal events never came, so their OLT's
+// queue moves on (the lease still keeps the OLT safe if the run is alive).
+func (p *planner) checkStuck(ctx context.Context, now time.Time) {
+	cutoff := func(f Flight) time.Time {
+		n, _ := p.sched.Node(f.Key)
+		chain := 0
+		for _, c := range n.Spec.Chain {
+			chain += c.TimeoutSeconds
+		}
+		return now.Add(-(n.Spec.Interval() + time.Duration(n.Spec.TimeoutSeconds+chain)*time.Second + p.cfg.StuckGrace))
+	}
+	for _, f := range p.queues.Stuck(cutoff, now) {
+		p.m.stuck.Inc()
+		p.log.Warn().Str(telemetry.KeyJob, f.Key.JobID).Str(telemetry.KeyOLT, f.Key.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).
+			Time("dispatched_at", f.DispatchedAt).Msg("no terminal event for the flight: freeing the OLT's queue")
+		if fl, _, ok := p.queues.Abandon(f.Key.OLTID); ok {
+			p.completeFlight(ctx, fl, finish{OLTID: f.Key.OLTID, JobID: f.Key.JobID, ExecutionID: f.ExecutionID, Status: statusUnknown, End: now})
+			p.dispatchOLT(ctx, f.Key.OLTID, now)
+		}
+	}
+}
+
+func (p *planner) gauges() {
+	p.m.queued.Set(float64(p.queues.Waiting()))
+	p.m.inFlight.Set(float64(p.queues.InFlight()))
 }
 
 // publishAudit publishes an audit event; a failure is logged, not fatal:
@@ -99,4 +295,58 @@ func (p *planner) publishAudit(ctx context.Context, ev streams.AuditEvent, id st
 		p.m.publishErrs.Inc()
 		p.log.Warn().Err(err).Str("event_type", ev.Kind).Msg("publish audit event")
 	}
+}
+
+// abortNode drops the waiting run of a node that left the plan (or starts
+// over) and cancels its dispatched one: a disabled task's execution is
+// aborted if it has not started; a disabled or deleted OLT's is also
+// interrupted if it runs (the poller watches facho_cancel, stops between
+// two requests and releases the lease). Each is an EXECUTION_ABORTED
+// audit event.
+func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
+	if reason == "" {
+		reason = "task restarted"
+	}
+	for _, d := range p.queues.Drop(c.Key) {
+		p.m.aborted.Inc()
+		id := d.ExecutionID
+		if id == "" {
+			id = ExecutionID(d.Key, d.ScheduledAt)
+		} else {
+			// A manual run: the API told its id, so it must end.
+			p.abortManual(ctx, d.Key, id, reason)
+		}
+		p.auditAbort(ctx, c, id, "waiting", reason)
+	}
+	f, ok := p.queues.Flight(c.Key.OLTID)
+	if !ok || f.Key != c.Key || f.ExecutionID == "" {
+		return
+	}
+	mode := streams.CancelPending
+	if strings.HasPrefix(reason, "OLT ") {
+		mode = streams.CancelAll
+	}
+	ec := streams.ExecutionCancel{ExecutionID: f.ExecutionID, OLTID: c.Key.OLTID, JobID: c.Key.JobID, Mode: mode, Reason: reason, At: p.now().UTC()}
+	b, err := json.Marshal(ec)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
+		_, err = p.cancelKV.Put(pctx, streams.CancelKey(f.ExecutionID), b)
+		cancel()
+	}
+	if err != nil {
+		p.m.publishErrs.Inc()
+		p.log.Error().Err(err).Str(telemetry.KeyOLT, c.Key.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).Msg("cancel execution")
+		return
+	}
+	p.m.aborted.Inc()
+	p.auditAbort(ctx, c, f.ExecutionID, "dispatched ("+mode+")", reason)
+}
+
+func (p *planner) auditAbort(ctx context.Context, c Change, executionID, what, reason string) {
+	p.log.Info().Str(telemetry.KeyJob, c.Key.JobID).Str(telemetry.KeyOLT, c.Key.OLTID).Str(telemetry.KeyExecution, executionID).
+		Str("what", what).Str("reason", reason).Msg("execution aborted")
+	ev := streams.AuditEvent{OLTID: c.Key.OLTID, Kind: streams.AuditExecAborted, Level: streams.LevelWarning,
+		Message: fmt.Sprintf("%s execution %s of task %q aborted: %s", what, executionID, c.Spec.JobName, reason),
+		Details: map[string]any{"node_id": c.Key.NodeID(), "job_id": c.Key.JobID, "execution_id": executionID, "reason": reason, "what": what}}
+	p.publishAudit(ctx, ev, streams.MsgID("audit", "planner", streams.AuditExecAborted, executionID, p.lastSeq))
 }

@@ -28,8 +28,12 @@ func ExecutionID(k NodeKey, scheduled time.Time) string {
 // the OLT event carried it: the planner never opens it.
 func nodeDue(d DueNode) streams.NodeDue {
 	s := d.Spec
+	id := d.ExecutionID
+	if id == "" {
+		id = ExecutionID(d.Key, d.ScheduledAt)
+	}
 	return streams.NodeDue{
-		ExecutionID:       ExecutionID(d.Key, d.ScheduledAt),
+		ExecutionID:       id,
 		NodeID:            d.Key.NodeID(),
 		JobID:             d.Key.JobID,
 		JobName:           s.JobName,
@@ -47,5 +51,34 @@ func nodeDue(d DueNode) streams.NodeDue {
 		ScheduledAt:       d.ScheduledAt.UTC(),
 		DelaySeconds:      d.Delay.Seconds(),
 		SNMP:              s.SNMP,
+		Chain:             chainOf(id, s.Chain),
+		StopOnFailure:     s.StopOnFailure && len(s.Chain) > 0,
 	}
+}
+
+// ChainExecutionID is the execution id of a chained node of the composite
+// execution master: derived, so a re-dispatch (a retry) gives the same.
+func ChainExecutionID(master, jobID string) string {
+	return uuid.NewSHA1(executionNamespace, []byte(master+":chain:"+jobID)).String()
+}
+
+func chainOf(master string, chain []ChainSpec) []streams.ChainedNode {
+	if len(chain) == 0 {
+		return nil
+	}
+	out := make([]streams.ChainedNode, len(chain))
+	for i, c := range chain {
+		out[i] = streams.ChainedNode{ExecutionID: ChainExecutionID(master, c.JobID), JobID: c.JobID, JobName: c.JobName,
+			Kind: c.Kind, OIDs: c.OIDs, TimeoutSeconds: c.TimeoutSeconds}
+	}
+	return out
+}
+
+// executionIDs are every execution of a dispatched (composite) node.
+func executionIDs(nd streams.NodeDue) []string {
+	ids := []string{nd.ExecutionID}
+	for _, c := range nd.Chain {
+		ids = append(ids, c.ExecutionID)
+	}
+	return ids
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/facho-olt/facho/pkg/lease"
 	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/streams"
 )
@@ -32,12 +34,44 @@ type planner struct {
 	m        *metrics
 	state    *state
 	sched    *Scheduler
+	queues   *Queues
 	caughtUp bool
 	dirty    bool
 	// initialPending marks the first plan after the replay: its nodes are
 	// restored, not added, and get one summary audit instead of one each.
 	initialPending bool
 	lastSeq        uint64 // last config stream sequence read
+
+	// The persisted schedule (persist.go).
+	kv         jetstream.KeyValue
+	cancelKV   jetstream.KeyValue
+	leaderKV   jetstream.KeyValue
+	restored   restoredSchedule
+	written    map[NodeKey]uint64 // hash of the entry last written per node
+	dirtyNodes map[NodeKey]struct{}
+	puts       map[NodeKey]pendingPut
+	// early holds terminal events read before the plan was built.
+	early []finish
+	// batching makes dispatches asynchronous; pending are waiting for
+	// their acks (see beginBatch).
+	batching bool
+	pending  []pendingDispatch
+	// lastFlush is when the persisted schedule was last written.
+	lastFlush time.Time
+	// orphans are recent terminal events that matched no flight: a run
+	// dispatched again after a takeover or restart (same id, dropped by
+	// the stream as a duplicate) may have ended already.
+	orphans map[string]finish
+	// takeover describes how this term began.
+	takeover *takeover
+	// failures counts consecutive failed executions per OLT (persisted:
+	// failuresDirty are written at the next flush).
+	failures      map[string]int
+	failuresDirty map[string]bool
+	// seenManual are the manual runs handled (a request read twice after a
+	// reconnection is queued once); earlyManual wait for the plan.
+	seenManual  map[string]time.Time
+	earlyManual []streams.NodeRunRequested
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -60,23 +94,130 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	leader, err := lease.Open(ctx, deps.JS, streams.BucketPlannerLeader, cfg.Instance)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("planner: %w", err)
+	}
+	return runReplica(ctx, cfg, deps, m, leader)
+}
+
+// runReplica is one planner replica: it stands by until it holds the
+// leader lease, then plans (a fresh term: the configuration replayed, the
+// persisted schedule restored, as after a restart) until ctx ends or the
+// lease is lost, and stands by again.
+func runReplica(ctx context.Context, cfg Config, deps Deps, m *metrics, leader *lease.Manager) error {
+	log := deps.Log.With().Str("instance", cfg.Instance).Logger()
+	poll := max(leader.TTL()/4, 100*time.Millisecond)
+	previous := ""
+	for {
+		l, err := leader.Acquire(ctx, streams.LeaderKey, lease.Info{JobID: "planner"})
+		var held *lease.HeldError
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, &held):
+			if previous == "" {
+				log.Info().Str("leader", held.Holder).Msg("standing by")
+			}
+			previous = held.Holder
+			m.leader.Set(0)
+			sleep(ctx, poll)
+			continue
+		case err != nil:
+			log.Warn().Err(err).Msg("acquire leader lease")
+			sleep(ctx, poll)
+			continue
+		}
+		m.leader.Set(1)
+		m.terms.Inc()
+		log.Info().Uint64("lease_revision", l.Revision()).Str("previous", previous).Msg("leader lease acquired: planning")
+		p := newPlanner(cfg, deps, m, log)
+		p.takeover = &takeover{previous: previous, revision: l.Revision()}
+		lctx, cancel := l.Context(ctx)
+		err = p.run(lctx)
+		cancel()
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.PublishTimeout)
+		_ = l.Release(rctx)
+		rcancel()
+		m.leader.Set(0)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(context.Cause(lctx), lease.ErrLost) {
+			return err
+		}
+		log.Warn().Err(l.Err()).Msg("leader lease lost: standing by")
+		previous = ""
+	}
+}
+
+// flushEvery bounds how often the persisted schedule is written.
+const flushEvery = 100 * time.Millisecond
+
+// orphanWindow is how long a terminal event that matched no flight is
+// kept (the stream's duplicate window): a re-dispatch of its execution
+// inside it is dropped by the stream, so the run must not be waited for.
+const orphanWindow = 2 * time.Minute
+
+// takeover is how a term began, for its PLANNER_TAKEOVER audit.
+type takeover struct {
+	previous string // the holder seen before, if any
+	revision uint64
+}
+
+func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner {
 	p := &planner{
-		cfg:   cfg,
-		js:    deps.JS,
-		log:   deps.Log,
-		now:   deps.Now,
-		m:     m,
-		state: newState(timeouts{discovery: cfg.DiscoveryTimeoutSeconds, poll: cfg.PollTimeoutSeconds}),
-		sched: NewScheduler(cfg.FirstRunDelay, cfg.DelayedAfter),
+		cfg:           cfg,
+		js:            deps.JS,
+		log:           log,
+		now:           deps.Now,
+		m:             m,
+		state:         newState(timeouts{discovery: cfg.DiscoveryTimeoutSeconds, poll: cfg.PollTimeoutSeconds}),
+		sched:         NewScheduler(cfg.FirstRunDelay, cfg.DelayedAfter),
+		queues:        NewQueues(cfg.DelayedAfter),
+		written:       map[NodeKey]uint64{},
+		dirtyNodes:    map[NodeKey]struct{}{},
+		puts:          map[NodeKey]pendingPut{},
+		failures:      map[string]int{},
+		failuresDirty: map[string]bool{},
+		seenManual:    map[string]time.Time{},
+		orphans:       map[string]finish{},
 	}
-	err = p.run(ctx)
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return nil // stopped while starting: a clean stop, not a failure
+	if cfg.FirstRunSpread > 0 {
+		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
 	}
-	return err
+	return p
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 func (p *planner) run(ctx context.Context) error {
+	kv, err := p.js.KeyValue(ctx, streams.BucketSchedule)
+	if err != nil {
+		return fmt.Errorf("planner: open kv %s: %w", streams.BucketSchedule, err)
+	}
+	p.kv = kv
+	if p.cancelKV, err = p.js.KeyValue(ctx, streams.BucketCancel); err != nil {
+		return fmt.Errorf("planner: open kv %s: %w", streams.BucketCancel, err)
+	}
+	if p.leaderKV, err = p.js.KeyValue(ctx, streams.BucketPlannerLeader); err != nil {
+		return fmt.Errorf("planner: open kv %s: %w", streams.BucketPlannerLeader, err)
+	}
+	if p.restored, err = p.loadSchedule(ctx); err != nil {
+		return fmt.Errorf("planner: %w", err)
+	}
+	p.sched.SetRestored(p.restored.nodes)
+
 	stream, err := p.js.Stream(ctx, streams.StreamConfig)
 	if err != nil {
 		return fmt.Errorf("planner: open stream %s: %w", streams.StreamConfig, err)
@@ -116,6 +257,28 @@ func (p *planner) run(ctx context.Context) error {
 		<-readerDone
 	}()
 
+	// Terminal execution events free their OLT's queue.
+	finishes := make(chan finish, 256)
+	// From a little before the oldest restored flight, so the end of a run
+	// that happened while no planner ran is not missed.
+	// (and at least the stream's duplicate window back, for runs the
+	// previous planner dispatched without persisting it).
+	execFrom := p.now().Add(-orphanWindow)
+	if !p.restored.oldest.IsZero() && p.restored.oldest.Add(-time.Minute).Before(execFrom) {
+		execFrom = p.restored.oldest.Add(-time.Minute)
+	}
+	stopExec, err := p.followExec(ctx, execFrom, finishes)
+	if err != nil {
+		return err
+	}
+	defer stopExec()
+	manuals := make(chan streams.NodeRunRequested, 64)
+	stopManual, err := p.followManual(ctx, p.now(), manuals)
+	if err != nil {
+		return err
+	}
+	defer stopManual()
+
 	ticker := time.NewTicker(p.cfg.Tick)
 	defer ticker.Stop()
 	p.log.Info().Uint64("replay_until", replayUntil).Msg("planner started")
@@ -125,19 +288,70 @@ func (p *planner) run(ctx context.Context) error {
 			p.log.Info().Int("nodes", p.sched.Len()).Msg("planner stopped")
 			return nil
 		case msg := <-msgs:
-			p.handle(msg, replayUntil)
+			p.handle(ctx, msg, replayUntil)
 			// React at once when the burst of changes is over; during the
 			// replay the plan waits for the last event.
 			if len(msgs) == 0 && p.dirty {
 				p.syncOrCatchUp(ctx)
 			}
+		case f := <-finishes:
+			if !p.caughtUp || p.initialPending {
+				p.early = append(p.early, f)
+				continue
+			}
+			// Every terminal event already read, in one batch of
+			// dispatches.
+			p.beginBatch()
+			p.onFinish(ctx, f)
+			for more := 0; more < 1000; more++ {
+				select {
+				case f := <-finishes:
+					p.onFinish(ctx, f)
+					continue
+				default:
+				}
+				break
+			}
+			p.endBatch(ctx)
+		case req := <-manuals:
+			if !p.caughtUp || p.initialPending {
+				p.earlyManual = append(p.earlyManual, req)
+				continue
+			}
+			p.onManual(ctx, req)
 		case <-ticker.C:
 			if p.dirty {
 				p.syncOrCatchUp(ctx)
 			}
 			if p.caughtUp {
-				p.emitDue(ctx)
+				now := p.now()
+				p.checkStuck(ctx, now)
+				p.queueDue(now)
+				p.beginBatch()
+				p.dispatchReady(ctx, now)
+				p.endBatch(ctx)
+				p.m.delayed.Set(float64(p.queues.Delayed(now)))
+				p.publishReport(ctx, p.leaderKV, now)
+				for id, f := range p.orphans {
+					if now.Sub(f.Published) > orphanWindow {
+						delete(p.orphans, id)
+					}
+				}
+				for id, at := range p.seenManual {
+					if now.Sub(at) > 10*time.Minute {
+						delete(p.seenManual, id) // well past the replay window
+					}
+				}
 			}
+		}
+		// The persisted schedule is written at most every flushEvery, not
+		// after each event: a burst of finishes (100 OLTs ending together)
+		// must not wait behind KV writes. A term that takes over from a
+		// stale entry re-dispatches under the same id, which the stream
+		// drops, and knows the run's end from its terminal event.
+		if p.caughtUp && !p.initialPending && p.now().Sub(p.lastFlush) >= flushEvery {
+			p.flushSchedule(ctx)
+			p.lastFlush = p.now()
 		}
 	}
 }
@@ -170,7 +384,7 @@ func (p *planner) read(ctx context.Context, it jetstream.MessagesContext, out ch
 // index scheme too), or one on a subject not its own, is counted, logged
 // and skipped: the ordered consumer cannot Term, and the projector's
 // durable consumer dead-letters the same message.
-func (p *planner) handle(msg jetstream.Msg, replayUntil uint64) {
+func (p *planner) handle(ctx context.Context, msg jetstream.Msg, replayUntil uint64) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		p.log.Warn().Err(err).Str(telemetry.KeySubject, msg.Subject()).Msg("config message without metadata")
@@ -193,7 +407,16 @@ func (p *planner) handle(msg jetstream.Msg, replayUntil uint64) {
 			return
 		}
 		var known bool
+		olt := ""
+		if env.Type == streams.TypeOLTUpserted {
+			olt = strings.TrimPrefix(msg.Subject(), "facho.config.olt.")
+		}
+		_, had := p.state.olts[olt]
+		wasEnabled := p.state.oltEnabled(olt)
 		known, err = p.state.apply(env)
+		if err == nil && olt != "" && had && p.caughtUp {
+			p.oltTransition(ctx, olt, wasEnabled, p.state.oltEnabled(olt))
+		}
 		if err == nil && !known {
 			p.m.configEvents.WithLabelValues("unknown").Inc()
 			p.log.Debug().Str("type", env.Type).Uint64(telemetry.KeyStreamSeq, seq).Msg("config event type not planned on")
@@ -216,4 +439,33 @@ func (p *planner) syncOrCatchUp(ctx context.Context) {
 	initial := p.initialPending
 	p.initialPending = false
 	p.syncPlan(ctx, initial)
+	if initial && p.takeover != nil {
+		t := p.takeover
+		msg := fmt.Sprintf("planner %s is the active planner (%d nodes, %d in flight restored)", p.cfg.Instance, p.sched.Len(), len(p.restored.flights))
+		if t.previous != "" {
+			msg = fmt.Sprintf("planner %s took over from %s (%d nodes, %d in flight restored)", p.cfg.Instance, t.previous, p.sched.Len(), len(p.restored.flights))
+		}
+		p.log.Info().Str("previous", t.previous).Msg(msg)
+		p.publishAudit(ctx, streams.AuditEvent{Kind: streams.AuditTakeover, Level: streams.LevelWarning, Message: msg,
+			Details: map[string]any{"instance": p.cfg.Instance, "previous": t.previous, "lease_revision": t.revision,
+				"nodes": p.sched.Len(), "flights_restored": len(p.restored.flights)}},
+			streams.MsgID("audit", "planner", streams.AuditTakeover, p.cfg.Instance, t.revision))
+	}
+	if initial {
+		// The restored flights wait for their terminal events, which may
+		// have been read already.
+		p.restoreFlights(p.restored.flights)
+		p.sched.SetRestored(nil)
+		p.restored = restoredSchedule{}
+		early := p.early
+		p.early = nil
+		for _, f := range early {
+			p.onFinish(ctx, f)
+		}
+		manual := p.earlyManual
+		p.earlyManual = nil
+		for _, req := range manual {
+			p.onManual(ctx, req)
+		}
+	}
 }

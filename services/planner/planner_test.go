@@ -78,6 +78,70 @@ func startPlanner(t *testing.T, ctx context.Context, js jetstream.JetStream) (wa
 	}
 }
 
+// finisher stands in for the poller: it ends every NodeDue of the stream
+// runFor after reading it with an execution.succeeded, and records when
+// each execution ended.
+type finisher struct {
+	mu  sync.Mutex
+	end map[string]time.Time
+}
+
+func startFinisher(t *testing.T, ctx context.Context, js jetstream.JetStream, runFor time.Duration) *finisher {
+	return startFinisherOutcome(t, ctx, js, runFor, false)
+}
+
+// startFinisherOutcome is startFinisher whose runs fail when fail is set.
+func startFinisherOutcome(t *testing.T, ctx context.Context, js jetstream.JetStream, runFor time.Duration, fail bool) *finisher {
+	t.Helper()
+	f := &finisher{end: map[string]time.Time{}}
+	cons, err := js.OrderedConsumer(ctx, streams.StreamSchedule, jetstream.OrderedConsumerConfig{FilterSubjects: []string{streams.SubjectsNodeDue}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			msg, err := cons.Next(jetstream.FetchMaxWait(200 * time.Millisecond))
+			if err != nil {
+				continue
+			}
+			_, nd, err := streams.Decode[streams.NodeDue](msg.Data())
+			if err != nil {
+				t.Errorf("decode NodeDue: %v", err)
+				return
+			}
+			time.Sleep(runFor)
+			end := time.Now().UTC().Truncate(time.Millisecond)
+			var ev streams.Event = streams.ExecutionSucceeded{ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID,
+				PollerID: "stub", Attempt: 1, StartedAt: end.Add(-runFor), FinishedAt: end}
+			phase := streams.PhaseSucceeded
+			if fail {
+				ev = streams.ExecutionFailed{ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID,
+					PollerID: "stub", Attempt: nd.Attempt, StartedAt: end.Add(-runFor), FinishedAt: end, Error: "no answer"}
+				phase = streams.PhaseFailed
+			}
+			b, _ := streams.Encode("test", end, ev)
+			f.mu.Lock()
+			f.end[nd.ExecutionID] = end
+			f.mu.Unlock()
+			if _, err := js.Publish(ctx, streams.SubjectExec(nd.OLTID, phase), b,
+				jetstream.WithMsgID(streams.MsgID(nd.ExecutionID, nd.Attempt, phase))); err != nil && ctx.Err() == nil {
+				t.Errorf("publish succeeded: %v", err)
+			}
+		}
+	}()
+	t.Cleanup(wg.Wait)
+	return f
+}
+
+func (f *finisher) ended(id string) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.end[id]
+}
+
 // collect reads every message of a subject filter from the start until
 // stop returns true or the deadline passes.
 func collect(t *testing.T, js jetstream.JetStream, stream, filter string, stop func([]streams.Envelope) bool) []streams.Envelope {
@@ -118,6 +182,7 @@ func TestPlannerEmitsNodeDue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := startPlanner(t, ctx, env.JS)
 	defer func() { cancel(); wait() }()
+	fin := startFinisher(t, ctx, env.JS, 300*time.Millisecond)
 	collect(t, env.JS, streams.StreamAudit, streams.SubjectAudit("planner"), func(e []streams.Envelope) bool { return len(e) == 1 })
 	seedConfig(t, env.JS, sealed)
 
@@ -153,8 +218,12 @@ func TestPlannerEmitsNodeDue(t *testing.T) {
 	if first.ExecutionID != planner.ExecutionID(planner.NodeKey{JobID: "get-status", OLTID: "olt-a"}, first.ScheduledAt) {
 		t.Error("execution id is not derived from job, OLT and scheduled time")
 	}
-	if gap := second.ScheduledAt.Sub(first.ScheduledAt); gap != time.Second {
-		t.Errorf("interval between runs = %s, want 1s", gap)
+	// Seed 003: the next run is the end of the last one plus the interval.
+	if end := fin.ended(first.ExecutionID); !second.ScheduledAt.Equal(end.Add(time.Second)) {
+		t.Errorf("second run scheduled at %s, want the first's end %s + 1s", second.ScheduledAt, end)
+	}
+	if second.DispatchedAt.Before(second.ScheduledAt) || first.DispatchedAt.IsZero() {
+		t.Errorf("dispatched_at %s before scheduled_at %s", second.DispatchedAt, second.ScheduledAt)
 	}
 	if first.DelaySeconds < 0 {
 		t.Errorf("delay %f", first.DelaySeconds)
@@ -204,6 +273,7 @@ func TestTwoPlannersEmitEachRunOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	waitA := startPlanner(t, ctx, env.JS)
 	waitB := startPlanner(t, ctx, env.JS)
+	startFinisher(t, ctx, env.JS, 100*time.Millisecond)
 	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 3 })
 	cancel()
 	waitA()
@@ -256,6 +326,7 @@ func TestPlannerReactsToIntervalChangeAndOLTDeletion(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := startPlanner(t, ctx, env.JS)
 	defer func() { cancel(); wait() }()
+	startFinisher(t, ctx, env.JS, 0)
 	waitAudit(t, env.JS, func(ev streams.AuditEvent) bool { return ev.Kind == streams.AuditPlanAdjusted })
 	seedConfig(t, env.JS, "v1:sealed-placeholder")
 	collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 1 })

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"hash/fnv"
 	"sort"
 	"time"
 
@@ -14,9 +15,21 @@ type Node struct {
 	Since time.Time
 	// Next is when the node is next due (next_run_at).
 	Next time.Time
-	// LastScheduled is the scheduled time of the last emission; zero until
-	// the first one.
+	// LastScheduled is the scheduled time of the last finished run; zero
+	// until the first one.
 	LastScheduled time.Time
+	// Taken: the run due at Next is waiting in its OLT's queue or in
+	// flight; Due skips the node until Finish (or Release) says it ended.
+	Taken bool
+	// LastRun is when the last run ended (last_run_at) and LastStatus how.
+	LastRun       time.Time
+	LastStatus    string
+	LastExecution string
+	// Attempts is the number of failed attempts of the taken run; RetryAt,
+	// when set, is when the taken run is retried (the OLT is free
+	// meanwhile).
+	Attempts int
+	RetryAt  time.Time
 }
 
 // Change is a plan change worth an audit event.
@@ -35,6 +48,13 @@ type DueNode struct {
 	ScheduledAt time.Time
 	Delay       time.Duration
 	Delayed     bool
+	// Manual: a manual run (ahead of every queue, schedule not moved).
+	Manual bool
+	// Retry is the number of failed attempts before this retry (0: the
+	// first attempt).
+	Retry int
+	// ExecutionID of a manual run (chosen by the API); empty otherwise.
+	ExecutionID string
 }
 
 // Scheduler holds the next run of every plannable node. It knows no clock:
@@ -43,14 +63,54 @@ type DueNode struct {
 type Scheduler struct {
 	firstRunDelay time.Duration
 	delayedAfter  time.Duration
-	nodes         map[NodeKey]*Node
+	// spread bounds the per-node offset of first runs (0: none).
+	spread time.Duration
+	nodes  map[NodeKey]*Node
+	// restored is the persisted schedule read at start-up, used once by
+	// Sync for nodes of the same incarnation (same Since).
+	restored map[NodeKey]Restored
 }
+
+// Restored is a node's timing as the persisted schedule had it.
+type Restored struct {
+	Since         time.Time
+	Next          time.Time
+	LastRun       time.Time
+	LastStatus    string
+	LastExecution string
+	// Taken: the run due at Next was in flight, or waiting for its retry
+	// at RetryAt after Attempts failed attempts.
+	Taken    bool
+	Attempts int
+	RetryAt  time.Time
+}
+
+// SetRestored gives Sync the persisted schedule to restore nodes from
+// instead of planning them anew (a restarted or taking-over planner).
+func (s *Scheduler) SetRestored(r map[NodeKey]Restored) { s.restored = r }
 
 // NewScheduler returns an empty scheduler. A new node first runs
 // firstRunDelay after it became plannable (no catch-up); a due node counts as
 // delayed once it is late by delayedAfter or more.
 func NewScheduler(firstRunDelay, delayedAfter time.Duration) *Scheduler {
 	return &Scheduler{firstRunDelay: firstRunDelay, delayedAfter: delayedAfter, nodes: map[NodeKey]*Node{}}
+}
+
+// SpreadFirstRuns makes the first run of each new node that became
+// plannable together with others FirstOffset(k, interval, max) later, so
+// they (a job enabled on 1,000 OLTs) do not all fire in the same second.
+func (s *Scheduler) SpreadFirstRuns(max time.Duration) { s.spread = max }
+
+// FirstOffset is a node's deterministic offset in [0, min(interval, max)):
+// a hash of its id, so every planner computes the same one.
+func FirstOffset(k NodeKey, interval, max time.Duration) time.Duration {
+	window := min(interval, max)
+	if window <= time.Millisecond {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(k.NodeID()))
+	return (time.Duration(h.Sum64()%uint64(window/time.Millisecond)) * time.Millisecond)
 }
 
 // Len is the number of planned nodes.
@@ -81,13 +141,30 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 		delete(s.nodes, k)
 		changes = append(changes, Change{Kind: streams.AuditTaskRemoved, Key: k, Spec: n.Spec, Next: n.Next})
 	}
+	// Nodes that became plannable with the same event (a job enabled on
+	// 1,000 OLTs) are spread; a node enabled alone first runs
+	// FirstRunDelay later (seed 003). Since comes from the stream, so every
+	// planner counts the same groups.
+	together := map[time.Time]int{}
+	for _, d := range desired {
+		together[d.Since]++
+	}
 	for _, k := range sortedKeys(desired) {
 		d := desired[k]
 		n, ok := s.nodes[k]
 		// A different Since means the node was disabled and enabled again
 		// between two syncs: it starts over as a new node.
 		if !ok || !n.Since.Equal(d.Since) {
-			n = &Node{Key: k, Spec: d.Spec, Since: d.Since, Next: restoreNext(d.Since.Add(s.firstRunDelay), d.Spec.Interval(), now)}
+			first := d.Since.Add(s.firstRunDelay)
+			if together[d.Since] > 1 {
+				first = first.Add(FirstOffset(k, d.Spec.Interval(), s.spread))
+			}
+			n = &Node{Key: k, Spec: d.Spec, Since: d.Since, Next: restoreNext(first, d.Spec.Interval(), now)}
+			if r, ok := s.restored[k]; ok && r.Since.Equal(d.Since) && !r.Next.IsZero() {
+				n.Next, n.LastRun, n.LastStatus, n.LastExecution, n.Taken = r.Next, r.LastRun, r.LastStatus, r.LastExecution, r.Taken
+				n.Attempts, n.RetryAt = r.Attempts, r.RetryAt
+				delete(s.restored, k)
+			}
 			s.nodes[k] = n
 			changes = append(changes, Change{Kind: streams.AuditTaskAdded, Key: k, Spec: n.Spec, Next: n.Next})
 			continue
@@ -108,45 +185,84 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 func (s *Scheduler) Due(now time.Time) []DueNode {
 	var due []DueNode
 	for _, n := range s.nodes {
-		if n.Next.After(now) {
+		retry := n.Taken && !n.RetryAt.IsZero() && !n.RetryAt.After(now)
+		if (n.Taken && !retry) || n.Next.After(now) {
 			continue
 		}
 		delay := now.Sub(n.Next)
-		due = append(due, DueNode{Key: n.Key, Spec: n.Spec, ScheduledAt: n.Next, Delay: delay, Delayed: delay >= s.delayedAfter})
+		d := DueNode{Key: n.Key, Spec: n.Spec, ScheduledAt: n.Next, Delay: delay, Delayed: delay >= s.delayedAfter}
+		if retry {
+			d.Retry = n.Attempts
+		}
+		due = append(due, d)
 	}
-	sort.Slice(due, func(i, j int) bool {
-		a, b := due[i], due[j]
-		if a.Delayed != b.Delayed {
-			return a.Delayed
-		}
-		if a.Delayed && a.Delay != b.Delay {
-			return a.Delay > b.Delay
-		}
-		if a.Spec.Priority != b.Spec.Priority {
-			return a.Spec.Priority > b.Spec.Priority
-		}
-		if !a.ScheduledAt.Equal(b.ScheduledAt) {
-			return a.ScheduledAt.Before(b.ScheduledAt)
-		}
-		return a.Key.String() < b.Key.String()
-	})
+	sortDue(due)
 	return due
 }
 
-// Done records that the run scheduled at scheduled was emitted at now and
-// plans the next one: scheduled + interval, or, when that is already past
-// (the run was missed), now + interval. Missed runs are never replayed.
-func (s *Scheduler) Done(k NodeKey, scheduled, now time.Time) {
+// Take marks the run of k due at scheduled as queued or in flight: Due no
+// longer returns the node until Finish or Release.
+func (s *Scheduler) Take(k NodeKey, scheduled time.Time) bool {
 	n, ok := s.nodes[k]
-	if !ok || !n.Next.Equal(scheduled) {
-		return // removed or re-planned meanwhile
+	if !ok || n.Taken || !n.Next.Equal(scheduled) {
+		return false
 	}
+	n.Taken = true
+	return true
+}
+
+// TakeRetry marks the retry of k, due at its RetryAt, as queued.
+func (s *Scheduler) TakeRetry(k NodeKey, scheduled time.Time) bool {
+	n, ok := s.nodes[k]
+	if !ok || !n.Taken || n.RetryAt.IsZero() || !n.Next.Equal(scheduled) {
+		return false
+	}
+	n.RetryAt = time.Time{}
+	return true
+}
+
+// Retry records a failed attempt of the taken run of k and plans its retry
+// at at: the run stays taken (Due returns it again at at, as a retry).
+func (s *Scheduler) Retry(k NodeKey, scheduled, at time.Time) bool {
+	n, ok := s.nodes[k]
+	if !ok || !n.Taken || !n.Next.Equal(scheduled) {
+		return false
+	}
+	n.Attempts++
+	n.RetryAt = at
+	return true
+}
+
+// Release undoes Take (the dispatch could not be published): the same run
+// is due again, with the same scheduled time and so the same ids.
+func (s *Scheduler) Release(k NodeKey, scheduled time.Time) {
+	if n, ok := s.nodes[k]; ok && n.Taken && n.Next.Equal(scheduled) {
+		if n.Attempts > 0 {
+			n.RetryAt = scheduled // a retry whose dispatch failed: due again
+			return
+		}
+		n.Taken = false
+	}
+}
+
+// Finish records that the run of k scheduled at scheduled ended at end
+// with status and plans the next one at end + interval (seed 003: from the
+// end of the run, not from the scheduled time). Missed runs are never
+// replayed: there is only ever one run of a node pending. It reports false
+// when the run is not the node's taken run (removed or re-planned).
+func (s *Scheduler) Finish(k NodeKey, scheduled, end time.Time, status string) bool {
+	n, ok := s.nodes[k]
+	if !ok || !n.Taken || !n.Next.Equal(scheduled) {
+		return false
+	}
+	n.Taken = false
+	n.Attempts, n.RetryAt = 0, time.Time{}
 	n.LastScheduled = scheduled
-	next := scheduled.Add(n.Spec.Interval())
-	if next.Before(now) {
-		next = now.Add(n.Spec.Interval()).Truncate(time.Millisecond)
-	}
-	n.Next = next
+	n.LastRun = end
+	n.LastStatus = status
+	n.LastExecution = ExecutionID(k, scheduled)
+	n.Next = end.Add(n.Spec.Interval()).Truncate(time.Millisecond)
+	return true
 }
 
 // restoreNext is the first slot of the grid first + k*interval that is not
@@ -165,14 +281,15 @@ func restoreNext(first time.Time, interval time.Duration, now time.Time) time.Ti
 	return first.Add(k * interval)
 }
 
-// replanInterval keeps a pending first run as it is and otherwise counts
-// the new interval from the last run; a run that the shorter interval makes
-// overdue happens now, not in the past.
+// replanInterval keeps a pending first run, or a run already queued or in
+// flight, as it is, and otherwise counts the new interval from the end of the
+// last run; a run that the shorter interval makes overdue happens now, not
+// in the past.
 func replanInterval(n *Node, now time.Time) time.Time {
-	if n.LastScheduled.IsZero() {
+	if n.Taken || n.LastRun.IsZero() {
 		return n.Next
 	}
-	next := n.LastScheduled.Add(n.Spec.Interval())
+	next := n.LastRun.Add(n.Spec.Interval())
 	if next.Before(now) {
 		return now.Truncate(time.Millisecond)
 	}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"sort"
 	"testing"
 	"time"
 
@@ -14,19 +15,111 @@ func spec(interval, priority int) NodeSpec {
 		OIDs: []streams.OIDSpec{{ID: "o1", OID: "1.3.6.1", Field: streams.FieldSerial}}}
 }
 
-// simulate runs the scheduler on a simulated clock from start to end in
-// steps of tick and returns the scheduled times of every emission of k.
-func simulate(s *Scheduler, k NodeKey, start, end time.Time, tick time.Duration, skip func(time.Time) bool) []time.Time {
-	var runs []time.Time
+// ran records one run of k scheduled at scheduled that ended at end.
+func ran(s *Scheduler, k NodeKey, scheduled, end time.Time) {
+	s.Take(k, scheduled)
+	s.Finish(k, scheduled, end, "SUCCESS")
+}
+
+// sim is the planner's scheduling on a simulated clock: the scheduler, the
+// per-OLT queues and pollers that take runFor to run a node.
+type sim struct {
+	s       *Scheduler
+	q       *Queues
+	runFor  func(NodeKey) time.Duration
+	running map[string]time.Time // OLT -> end of the run in flight
+	// dispatches are every dispatch in order (unless countOnly).
+	dispatches []simDispatch
+	count      int
+	countOnly  bool
+}
+
+type simDispatch struct {
+	d  DueNode
+	at time.Time
+}
+
+func newSim(s *Scheduler, runFor func(NodeKey) time.Duration) *sim {
+	return &sim{s: s, q: NewQueues(2 * time.Second), runFor: runFor, running: map[string]time.Time{}}
+}
+
+// step is one tick at now: runs that ended by now finish (and their OLT's
+// next waiting node is dispatched at the end, as the finish event does),
+// then due nodes are queued and free OLTs dispatched.
+func (m *sim) step(now time.Time) {
+	for {
+		type ended struct {
+			olt string
+			end time.Time
+		}
+		var done []ended
+		for o, e := range m.running {
+			if !e.After(now) {
+				done = append(done, ended{o, e})
+			}
+		}
+		if len(done) == 0 {
+			break
+		}
+		// Finish in end order, so a dispatch at an end can finish too.
+		sort.Slice(done, func(i, j int) bool {
+			if !done[i].end.Equal(done[j].end) {
+				return done[i].end.Before(done[j].end)
+			}
+			return done[i].olt < done[j].olt
+		})
+		for _, d := range done {
+			olt, end := d.olt, d.end
+			delete(m.running, olt)
+			f, _, ok := m.q.Finish(olt, "x", "SUCCESS", end)
+			if !ok {
+				panic("no flight on " + olt)
+			}
+			if !f.Manual {
+				m.s.Finish(f.Key, f.ScheduledAt, end, "SUCCESS")
+			}
+			if next, ok := m.q.Pop(olt, end); ok {
+				m.dispatch(next, end)
+			}
+		}
+	}
+	for _, d := range m.s.Due(now) {
+		if m.s.Take(d.Key, d.ScheduledAt) {
+			m.q.Push(d)
+		}
+	}
+	for _, d := range m.q.Ready(now) {
+		m.dispatch(d, now)
+	}
+}
+
+func (m *sim) dispatch(d DueNode, at time.Time) {
+	m.q.Dispatched(d.Key.OLTID, "x")
+	m.count++
+	if !m.countOnly {
+		m.dispatches = append(m.dispatches, simDispatch{d: d, at: at})
+	}
+	run := time.Duration(0)
+	if m.runFor != nil {
+		run = m.runFor(d.Key)
+	}
+	m.running[d.Key.OLTID] = at.Add(run)
+}
+
+// simulate runs the planner on a simulated clock from start to end in
+// steps of tick and returns the scheduled times of every dispatch of k.
+func simulate(s *Scheduler, k NodeKey, start, end time.Time, tick time.Duration, skip func(time.Time) bool, runFor time.Duration) []time.Time {
+	m := newSim(s, func(NodeKey) time.Duration { return runFor })
 	for now := start; now.Before(end); now = now.Add(tick) {
 		if skip != nil && skip(now) {
 			continue
 		}
-		for _, d := range s.Due(now) {
-			if d.Key == k {
-				runs = append(runs, d.ScheduledAt)
-			}
-			s.Done(d.Key, d.ScheduledAt, now)
+		m.step(now)
+	}
+	var runs []time.Time
+	for _, d := range m.dispatches {
+		if d.d.Key == k {
+			runs = append(runs, d.d.ScheduledAt)
 		}
 	}
 	return runs
@@ -40,13 +133,18 @@ func TestScheduleRuns(t *testing.T) {
 		firstRun  time.Duration
 		duration  time.Duration
 		skip      func(time.Time) bool // ticks the planner missed (stalled)
+		runFor    time.Duration        // how long each run takes
 		wantRuns  int
 		wantFirst time.Duration // offset of the first run from t0
+		wantGap   time.Duration // between two scheduled times (default: the interval)
 		check     func(t *testing.T, runs []time.Time)
 	}{
 		{name: "5-min node runs 12 times an hour", interval: 300, firstRun: 0, duration: time.Hour, wantRuns: 12, wantFirst: 0},
 		{name: "first run after FirstRunDelay, no catch-up", interval: 300, firstRun: time.Minute, duration: time.Hour, wantRuns: 12, wantFirst: time.Minute},
 		{name: "nothing before FirstRunDelay", interval: 10, firstRun: time.Minute, duration: 59 * time.Second, wantRuns: 0},
+		// Seed 003: next_run_at = end of the run + interval.
+		{name: "next run counts from the end of the run", interval: 60, runFor: 20 * time.Second, duration: 10 * time.Minute, wantRuns: 8, wantGap: 80 * time.Second},
+		{name: "a run longer than the interval: no pile-up, no catch-up", interval: 60, runFor: 150 * time.Second, duration: 10 * time.Minute, wantRuns: 3, wantGap: 210 * time.Second},
 		{
 			name: "no catch-up after a gap", interval: 60, firstRun: 0, duration: 10 * time.Minute,
 			// The planner stalls from minute 2 to minute 5 (exclusive).
@@ -70,16 +168,20 @@ func TestScheduleRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewScheduler(tc.firstRun, 2*time.Second)
 			s.Sync(map[NodeKey]Desired{k: {Spec: spec(tc.interval, 40), Since: t0}}, t0)
-			runs := simulate(s, k, t0, t0.Add(tc.duration), time.Second, tc.skip)
+			runs := simulate(s, k, t0, t0.Add(tc.duration), time.Second, tc.skip, tc.runFor)
 			if len(runs) != tc.wantRuns {
 				t.Fatalf("runs = %d (%v), want %d", len(runs), offsets(runs), tc.wantRuns)
 			}
 			if len(runs) > 0 && !runs[0].Equal(t0.Add(tc.wantFirst)) {
 				t.Errorf("first run at %s, want %s", runs[0].Sub(t0), tc.wantFirst)
 			}
+			wantGap := tc.wantGap
+			if wantGap == 0 {
+				wantGap = time.Duration(tc.interval) * time.Second
+			}
 			for i := 1; i < len(runs) && tc.skip == nil; i++ {
-				if gap := runs[i].Sub(runs[i-1]); gap != time.Duration(tc.interval)*time.Second {
-					t.Errorf("gap %d = %s, want %ds", i, gap, tc.interval)
+				if gap := runs[i].Sub(runs[i-1]); gap != wantGap {
+					t.Errorf("gap %d = %s, want %s", i, gap, wantGap)
 				}
 			}
 			if tc.check != nil {
@@ -141,8 +243,7 @@ func TestSyncChanges(t *testing.T) {
 			name: "interval change re-plans from the last run",
 			steps: func(s *Scheduler) []Change {
 				s.Sync(map[NodeKey]Desired{k: {Spec: spec(600, 40), Since: t0}}, t0)
-				s.Due(t0.Add(time.Minute))
-				s.Done(k, t0.Add(time.Minute), t0.Add(time.Minute))
+				ran(s, k, t0.Add(time.Minute), t0.Add(time.Minute))
 				// next was t0+11m; with 120 s it is t0+1m+120s.
 				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(120, 40), Since: t0}}, t0.Add(2*time.Minute))
 			},
@@ -158,7 +259,7 @@ func TestSyncChanges(t *testing.T) {
 			name: "interval shortened below the time since the last run: due now",
 			steps: func(s *Scheduler) []Change {
 				s.Sync(map[NodeKey]Desired{k: {Spec: spec(600, 40), Since: t0}}, t0)
-				s.Done(k, t0.Add(time.Minute), t0.Add(time.Minute))
+				ran(s, k, t0.Add(time.Minute), t0.Add(time.Minute))
 				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0}}, t0.Add(5*time.Minute))
 			},
 			wantKind: []string{streams.AuditPlanAdjusted},
@@ -199,7 +300,7 @@ func TestSyncChanges(t *testing.T) {
 			name: "disabled and re-enabled between syncs starts over",
 			steps: func(s *Scheduler) []Change {
 				s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0}}, t0)
-				s.Done(k, t0.Add(time.Minute), t0.Add(time.Minute))
+				ran(s, k, t0.Add(time.Minute), t0.Add(time.Minute))
 				return s.Sync(map[NodeKey]Desired{k: {Spec: spec(60, 40), Since: t0.Add(90 * time.Second)}}, t0.Add(90*time.Second))
 			},
 			wantKind: []string{streams.AuditTaskAdded},

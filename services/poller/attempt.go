@@ -19,6 +19,11 @@ const attemptSlack = 5 * time.Minute
 // one more than the highest attempt of its ExecutionStarted events already
 // in FACHO_EXEC.
 //
+// A NodeDue carrying the planner's Attempt whose OLT saw no start since the
+// NodeDue was stored takes that number without a scan (the common case
+// with the planner's per-OLT queue, where the last start on the OLT is the
+// previous node's).
+//
 // Why not the NodeDue's NumDelivered: a NodeDue NAKed because its OLT was
 // busy is redelivered without any attempt having run, so deliveries
 // overcount. Counting started events is recomputable (a crash after
@@ -47,6 +52,12 @@ func attemptNumber(ctx context.Context, js jetstream.JetStream, exec jetstream.S
 	if highest, ok := startedAttempt(last.Subject, last.Data, node.ExecutionID); ok {
 		// The last start on this OLT was ours: attempts only grow.
 		return highest + 1, nil
+	}
+	if node.Attempt > 0 && last.Time.Before(deliveredAt) {
+		// Nothing started on this OLT since the planner dispatched this
+		// NodeDue (both times are the server's): the planner's count is
+		// exact, no scan needed.
+		return node.Attempt, nil
 	}
 
 	cons, err := js.OrderedConsumer(ctx, streams.StreamExec, jetstream.OrderedConsumerConfig{

@@ -4,16 +4,22 @@
 // One NodeDue, from the durable pull consumer streams.ConsumerPoller:
 //
 //  1. Decode; a malformed one goes to facho.dlq.poller (pkg/deadletter).
-//  2. Stale (now > ScheduledAt + interval, see isStale): the planner has
-//     already emitted the node's next run, so this one is not run (no
-//     catch-up, e.g. after a poller outage or a long wait on a busy OLT).
-//     Publish ExecutionSkipped ("<execution_id>:skipped") and ACK; no lease,
-//     no SNMP request.
+//  2. Stale (now > DispatchedAt (or ScheduledAt) + interval, see isStale):
+//     it waited that long in the poller queue (an outage), so it is not run
+//     (no catch-up). Publish ExecutionSkipped ("<execution_id>:skipped")
+//     and ACK; no lease, no SNMP request.
 //  3. Acquire the OLT's lease (pkg/lease). Held by someone else: NAK with
-//     Config.LeaseBusyDelay. Waiting for the OLT is not a failure.
-//  4. Attempt number: one more than the execution's ExecutionStarted
+//     Config.LeaseBusyDelay (the planner dispatches one node per OLT at a
+//     time, so this is the safety net); on the consumer's last delivery,
+//     end it as skipped instead of letting it vanish at MaxDeliver.
+//  4. Cancelled by the planner (KV facho_cancel, checked under the lease):
+//     release the lease, publish ExecutionAborted, ACK. While it runs, a
+//     cancellation of mode "all" (its OLT disabled or deleted) stops the
+//     walk between two requests: the lease is released and the execution
+//     ends with ExecutionInterrupted.
+//  5. Attempt number: one more than the execution's ExecutionStarted
 //     events already on the OLT's started subject (see attemptNumber).
-//  5. Publish ExecutionStarted, then walk each OID's subtree (walk:
+//  6. Publish ExecutionStarted, then walk each OID's subtree (walk:
 //     GETNEXT; discovery and bulkwalk: GETBULK; the node's SNMP tuning may
 //     say otherwise, see snmpOp.tuned) or, for a get, read the job's
 //     columns at every discovered ONU in adaptive batches (getonus.go,
@@ -30,8 +36,14 @@
 //     when nothing was left over, or when the walk found nothing): it tells
 //     the projector that every column was walked to its end. A failed or
 //     aborted attempt, and a get, never publish one.
-//  6. Publish ExecutionSucceeded or ExecutionFailed, release the lease, ACK
-//     (or NAK when the RetryPolicy asks for redelivery).
+//  7. Publish ExecutionSucceeded or ExecutionFailed, release the lease
+//     (the planner dispatches the OLT's next node when it reads the
+//     terminal event; that node's poller waits a few ms for the release
+//     rather than NAK for LeaseBusyDelay), ACK (or NAK when the RetryPolicy
+//     asks for redelivery; ExecutionFailed.Redelivered says so).
+//  8. A composite NodeDue (Chain) runs its chained nodes after the master,
+//     in order, under the same lease, each as its own execution; with
+//     StopOnFailure a failure skips the rest; an interruption aborts them.
 //
 // Every event of an attempt carries the lease revision as a fencing token
 // and has the Nats-Msg-Id "<execution_id>:<attempt>:<part>" (part =
@@ -48,9 +60,10 @@
 // and every Config.InterruptSweepEvery catches expiries no watch saw.
 //
 // Retries: the RetryPolicy (Deps.Retry) decides after a failed attempt. The
-// default acknowledges failures and leaves re-planning to the planner
-// (ExecutionFailed.Retryable says whether attempts remain), except work
-// interrupted by this poller's shutdown, which is NAKed for another poller.
+// default acknowledges failures and leaves retries to the planner (which
+// re-dispatches the same execution after the job's backoff, NodeDue.Attempt
+// saying which attempt), except work interrupted by this poller's shutdown,
+// which is NAKed for another poller.
 //
 // Stats (stats.go): each of the Config.Workers execution slots is one of
 // seed 004's pollers, FREE or BUSY while it runs a node under the lease;

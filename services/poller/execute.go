@@ -52,13 +52,22 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 	// through a poller outage, or kept waiting on a busy OLT, past its
 	// node's next run is not replayed.
 	if now := time.Now(); isStale(node, now) {
-		p.skip(work, msg, node, now, log)
+		p.skip(work, msg, node, now, staleReason(node), log)
 		return
 	}
-	l, err := p.leases.Acquire(work, node.OLTID, lease.Info{ExecutionID: node.ExecutionID, JobID: node.JobID})
+	l, err := p.acquire(work, node)
 	if errors.Is(err, lease.ErrHeld) {
-		// Waiting for the OLT, not failing: put it back for later.
 		p.metrics.leaseBusy.Inc()
+		if meta.NumDelivered >= streams.PollerMaxDeliveries || (p.maxDeliver > 0 && meta.NumDelivered >= uint64(p.maxDeliver)) {
+			// The last delivery: rather than a dead letter (later), end
+			// the execution as skipped, which the planner reads as the
+			// end of the OLT's flight.
+			p.skip(work, msg, node, time.Now(), busyReason(meta.NumDelivered), log)
+			return
+		}
+		// Waiting for the OLT, not failing: put it back for later (the
+		// planner dispatches one node per OLT at a time, so this is the
+		// safety net for manual runs and fail-over overlaps).
 		log.Debug().Err(err).Msg("olt busy")
 		p.later(work, msg, meta.NumDelivered, p.cfg.LeaseBusyDelay, "olt busy", log)
 		return
@@ -68,6 +77,28 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 		p.later(work, msg, meta.NumDelivered, p.cfg.TransientDelay, "acquire lease: "+err.Error(), log)
 		return
 	}
+	// The planner may have cancelled the execution (task or OLT disabled):
+	// checked under the lease, so a cancellation put from now on reaches the
+	// running operation through the watcher.
+	ictx, interrupt := context.WithCancelCause(work)
+	defer interrupt(nil)
+	cancelled, err := p.cancels.register(work, node.ExecutionID, interrupt)
+	defer p.cancels.unregister(node.ExecutionID)
+	if err != nil || cancelled != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
+		if rerr := l.Release(rctx); rerr != nil && !errors.Is(rerr, lease.ErrLost) {
+			log.Warn().Err(rerr).Msg("release lease")
+		}
+		cancel()
+		if err != nil {
+			log.Warn().Err(err).Msg("check cancellation")
+			nak(msg, p.cfg.TransientDelay, log)
+			return
+		}
+		p.abort(work, msg, node, cancelled.Reason, log)
+		return
+	}
+	work = ictx
 	p.metrics.inFlight.Inc()
 	defer p.metrics.inFlight.Dec()
 	stopBeat := heartbeat(msg, p.cfg.ProgressInterval, log)
@@ -76,6 +107,9 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 	ex := &execution{p: p, node: node, lease: l, log: log, kind: node.Kind}
 	slot := p.stats.begin(node) // BUSY under the lease (stats.go)
 	redeliver, delay := ex.run(work, meta.Timestamp)
+	if !redeliver && len(node.Chain) > 0 {
+		redeliver, delay = p.runChain(work, node, ex, meta.Timestamp, log)
+	}
 	p.stats.end(slot, ex.result)
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
@@ -195,7 +229,18 @@ type execution struct {
 	pendingBytes int // JSON size of pending, near enough
 	batches      int
 	varbinds     int
+	// outcome is how run ended.
+	outcome outcome
 }
+
+type outcome int
+
+const (
+	outcomeNone outcome = iota
+	outcomeSuccess
+	outcomeFailed
+	outcomeInterrupted
+)
 
 // run performs the attempt and says whether the NodeDue goes back to the
 // queue (and after how long) instead of being acknowledged.
@@ -242,7 +287,25 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		}
 		p.metrics.executions.WithLabelValues(resultSuccess).Inc()
 		ex.result = resultSuccess
+		ex.outcome = outcomeSuccess
 		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Int("pdu_retries", ex.pduRetries.count()).Dur("duration", dur).Msg("execution succeeded")
+		return false, 0
+	}
+
+	if cause == CauseInterrupted {
+		err := ex.publish(fctx, streams.SubjectExec(node.OLTID, streams.PhaseInterrupted), streams.PhaseInterrupted, streams.ExecutionInterrupted{
+			ExecutionID: node.ExecutionID, OLTID: node.OLTID, JobID: node.JobID, Attempt: attempt, Reason: opErr.Error(),
+			PollerID: p.cfg.PollerID, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, InterruptedAt: finished,
+			DetectedBy: p.cfg.PollerID, Cancelled: true,
+		})
+		if err != nil {
+			ex.log.Warn().Err(err).Msg("publish execution interrupted")
+			return true, p.cfg.TransientDelay
+		}
+		p.metrics.executions.WithLabelValues(string(cause)).Inc()
+		ex.result = string(cause)
+		ex.outcome = outcomeInterrupted
+		ex.log.Warn().Str("reason", opErr.Error()).Dur("duration", dur).Msg("execution interrupted by the planner")
 		return false, 0
 	}
 
@@ -251,7 +314,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 	err = ex.publish(fctx, streams.SubjectExec(node.OLTID, streams.PhaseFailed), streams.PhaseFailed, streams.ExecutionFailed{
 		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
 		Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
-		DurationMS: dur.Milliseconds(), Error: text, Retryable: decision.Retryable,
+		DurationMS: dur.Milliseconds(), Error: text, Retryable: decision.Retryable, Redelivered: decision.Redeliver,
 	})
 	if err != nil {
 		ex.log.Warn().Err(err).Msg("publish execution failed")
@@ -259,6 +322,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 	}
 	p.metrics.executions.WithLabelValues(string(cause)).Inc()
 	ex.result = string(cause)
+	ex.outcome = outcomeFailed
 	ex.log.Warn().Str("cause", string(cause)).Str("error", text).Int("pdu_retries", ex.pduRetries.count()).Bool("retryable", decision.Retryable).
 		Bool("redeliver", decision.Redeliver).Msg("execution failed")
 	return decision.Redeliver, decision.Delay
@@ -314,6 +378,8 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 			return CauseLeaseLost, lerr // "lease lost: ..."
 		}
 		return CauseLeaseLost, err
+	case interruption(work) != nil:
+		return CauseInterrupted, interruption(work)
 	case errors.Is(err, errShutdown) || errors.Is(context.Cause(work), errShutdown):
 		return CauseShutdown, errShutdown
 	case errors.Is(err, errNodeTimeout) || errors.Is(context.Cause(tctx), errNodeTimeout):
@@ -400,4 +466,42 @@ func (ex *execution) publish(ctx context.Context, subject string, part any, ev s
 // scrubCommunity: only the places a community can appear are scrubbed.
 func (ex *execution) sanitize(s string) string {
 	return scrubCommunity(s, ex.community)
+}
+
+// interruption is the planner's cancellation of a running execution, if
+// that is why ctx ended.
+func interruption(ctx context.Context) *interruptedError {
+	var ie *interruptedError
+	if errors.As(context.Cause(ctx), &ie) {
+		return ie
+	}
+	return nil
+}
+
+// busyRetries are the waits before trying a busy lease again, for a NodeDue
+// the planner dispatched: it does so when the OLT's previous node ended,
+// and that node's holder releases the lease right after its terminal
+// event, so the OLT frees within milliseconds; a NAK would cost
+// LeaseBusyDelay (1 s).
+var busyRetries = [...]time.Duration{2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
+
+// acquire takes the OLT's lease, waiting briefly for a planner-dispatched
+// node whose OLT's previous holder is about to release it.
+func (p *poller) acquire(work context.Context, node streams.NodeDue) (*lease.Lease, error) {
+	info := lease.Info{ExecutionID: node.ExecutionID, JobID: node.JobID}
+	l, err := p.leases.Acquire(work, node.OLTID, info)
+	if node.DispatchedAt.IsZero() {
+		return l, err
+	}
+	for _, d := range busyRetries {
+		if !errors.Is(err, lease.ErrHeld) {
+			return l, err
+		}
+		sleep(work, d)
+		if work.Err() != nil {
+			return nil, err
+		}
+		l, err = p.leases.Acquire(work, node.OLTID, info)
+	}
+	return l, err
 }

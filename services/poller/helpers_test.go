@@ -187,6 +187,7 @@ type execEvents struct {
 	skipped   []streams.ExecutionSkipped
 	// skippedMsgIDs are the Nats-Msg-Id headers of the skipped events.
 	skippedMsgIDs []string
+	aborted       []streams.ExecutionAborted
 	interrupted   []streams.ExecutionInterrupted
 	// interruptedMsgIDs are the Nats-Msg-Id headers of the interrupted
 	// events.
@@ -222,6 +223,11 @@ func (e *testEnv) execEvents(t testing.TB, olt, execID string) execEvents {
 			if err == nil && s.ExecutionID == execID {
 				ev.skipped = append(ev.skipped, s)
 				ev.skippedMsgIDs = append(ev.skippedMsgIDs, m.Header.Get(jetstream.MsgIDHeader))
+			}
+		case streams.TypeExecutionAborted:
+			_, s, err := streams.Decode[streams.ExecutionAborted](m.Data)
+			if err == nil && s.ExecutionID == execID {
+				ev.aborted = append(ev.aborted, s)
 			}
 		case streams.TypeExecutionInterrupted:
 			_, s, err := streams.Decode[streams.ExecutionInterrupted](m.Data)

@@ -51,6 +51,11 @@ type poller struct {
 	// get (getonus.go).
 	oltKVMu     sync.Mutex
 	oltKVBucket jetstream.KeyValue
+	// maxDeliver is the consumer's MaxDeliver (<= 0: unlimited): the last
+	// delivery of a NodeDue whose OLT is busy ends it as skipped.
+	maxDeliver int
+	// cancels follows the planner's cancellations (facho_cancel).
+	cancels *cancels
 }
 
 // Run takes NodeDue from the poller consumer until ctx ends, then stops
@@ -102,14 +107,19 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 	if err != nil {
 		return fmt.Errorf("poller: %w", err)
 	}
+	log := deps.Log.With().Str(telemetry.KeyPoller, cfg.PollerID).Str(telemetry.KeyConsumer, streams.ConsumerPoller).Logger()
+	cancels, err := openCancels(ctx, deps.JS, log)
+	if err != nil {
+		return fmt.Errorf("poller: %w", err)
+	}
 	retry := deps.Retry
 	if retry == nil {
 		retry = DefaultRetryPolicy{}
 	}
 	p := &poller{
 		cfg: cfg, js: deps.JS, box: deps.Box, retry: retry, leases: leases, exec: exec, metrics: m, stats: stats,
-		maxBatchBytes: batchByteBudget(deps.JS),
-		log:           deps.Log.With().Str(telemetry.KeyPoller, cfg.PollerID).Str(telemetry.KeyConsumer, streams.ConsumerPoller).Logger(),
+		maxBatchBytes: batchByteBudget(deps.JS), maxDeliver: cons.CachedInfo().Config.MaxDeliver,
+		log: log, cancels: cancels,
 	}
 	// Executions of dead pollers end INTERRUPTED (interrupt.go).
 	stopInterrupts, err := p.startInterrupts(ctx, reg)
@@ -131,6 +141,11 @@ func (p *poller) run(ctx context.Context, cons jetstream.Consumer) error {
 	// waits ShutdownGrace before cancelling what is still running.
 	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelWork(errShutdown)
+	// The watcher outlives the fetching: operations in their shutdown
+	// grace can still be interrupted.
+	if err := p.cancels.watch(work); err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < p.cfg.Workers; i++ {
 		wg.Add(1)

@@ -16,6 +16,9 @@ const (
 	CauseShutdown  FailureCause = "shutdown"   // this poller stopped mid-operation
 	CauseConfig    FailureCause = "config"     // the NodeDue cannot work (e.g. community does not open)
 	CausePublish   FailureCause = "publish"    // a varbind batch could not be published
+	// CauseInterrupted: the planner cancelled the running execution (its
+	// OLT was disabled or deleted); published as execution.interrupted.
+	CauseInterrupted FailureCause = "interrupted"
 )
 
 // Outcome is what an attempt ended with, as a RetryPolicy sees it.

@@ -12,16 +12,23 @@ import (
 	"github.com/facho-olt/facho/streams"
 )
 
-// staleAt is the instant after which a NodeDue is stale: its ScheduledAt
-// plus its interval. By then the planner has emitted the node's next run,
-// so running this one would replay a missed run (no catch-up, seeds
-// 002/003). ok is false when the NodeDue cannot go stale: no interval, or
-// no ScheduledAt to count from.
+// staleAt is the instant after which a NodeDue is stale: when the planner
+// dispatched it (DispatchedAt, or ScheduledAt for older events) plus its
+// interval. A NodeDue that sat that long in the poller queue (a poller
+// outage) is not run: the planner plans the node's next run from the end of
+// this one, so running it late would replay a missed run (no catch-up,
+// seeds 002/003). Time spent in the planner's per-OLT queue does not count:
+// the planner dispatches a node only when its OLT is free. ok is false when
+// the NodeDue cannot go stale: no interval, or no time to count from.
 func staleAt(node streams.NodeDue) (at time.Time, ok bool) {
-	if node.IntervalSeconds <= 0 || node.ScheduledAt.IsZero() {
+	from := node.DispatchedAt
+	if from.IsZero() {
+		from = node.ScheduledAt
+	}
+	if node.IntervalSeconds <= 0 || from.IsZero() {
 		return time.Time{}, false
 	}
-	return node.ScheduledAt.Add(time.Duration(node.IntervalSeconds) * time.Second), true
+	return from.Add(time.Duration(node.IntervalSeconds) * time.Second), true
 }
 
 // isStale reports whether node comes too late to run at now. Exactly at
@@ -37,14 +44,19 @@ func staleReason(node streams.NodeDue) string {
 		node.ScheduledAt.UTC().Format(time.RFC3339Nano), node.IntervalSeconds)
 }
 
+// busyReason says why a NodeDue that found its OLT busy on every delivery
+// was not run.
+func busyReason(deliveries uint64) string {
+	return fmt.Sprintf("olt busy on all %d deliveries: the planner plans the next run", deliveries)
+}
+
 // skip records a stale NodeDue as skipped and acknowledges it, without
 // taking the lease or sending any SNMP request. The event's id
 // "<execution_id>:skipped" makes a re-send after a failed ack a duplicate
 // the stream drops.
-func (p *poller) skip(work context.Context, msg jetstream.Msg, node streams.NodeDue, now time.Time, log zerolog.Logger) {
+func (p *poller) skip(work context.Context, msg jetstream.Msg, node streams.NodeDue, now time.Time, reason string, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
 	defer cancel()
-	reason := staleReason(node)
 	id := streams.MsgID(node.ExecutionID, streams.PhaseSkipped)
 	subject := streams.SubjectExec(node.OLTID, streams.PhaseSkipped)
 	b, err := streams.EncodeWithID(id, p.cfg.Source, now, streams.ExecutionSkipped{
@@ -60,9 +72,8 @@ func (p *poller) skip(work context.Context, msg jetstream.Msg, node streams.Node
 		return
 	}
 	p.metrics.skipped.Inc()
-	at, _ := staleAt(node)
 	log.Warn().Time("scheduled_at", node.ScheduledAt).Int("interval_seconds", node.IntervalSeconds).
-		Dur("late_by", now.Sub(at)).Msg("stale node due skipped: a newer run supersedes it")
+		Str("reason", reason).Msg("node due skipped")
 	if err := msg.DoubleAck(ctx); err != nil {
 		log.Warn().Err(err).Msg("ack skipped node due")
 	}

@@ -35,6 +35,11 @@ func TestIsStale(t *testing.T) {
 		{"no scheduled_at never goes stale", node(300, time.Time{}), at, false},
 		{"scheduled in the future", node(60, at.Add(time.Minute)), at, false},
 		{"other time zone, same instant", node(60, at.In(time.FixedZone("ART", -3*3600))), at.Add(61 * time.Second), true},
+		// Time in the planner's per-OLT queue does not count: staleness
+		// runs from the dispatch.
+		{"waited in the OLT queue, fresh since dispatch", dispatched(node(60, at), at.Add(5*time.Minute)), at.Add(5*time.Minute + 30*time.Second), false},
+		{"dispatched, then an interval in the poller queue", dispatched(node(60, at), at.Add(5*time.Minute)), at.Add(6*time.Minute + time.Nanosecond), true},
+		{"dispatched without scheduled_at", dispatched(node(60, time.Time{}), at), at.Add(61 * time.Second), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := isStale(tc.node, tc.now); got != tc.stale {
@@ -42,6 +47,11 @@ func TestIsStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+func dispatched(n streams.NodeDue, at time.Time) streams.NodeDue {
+	n.DispatchedAt = at
+	return n
 }
 
 func TestStaleReasonNamesScheduleAndInterval(t *testing.T) {
@@ -174,4 +184,51 @@ func (e *testEnv) waitPollerQueueEmpty(t *testing.T) {
 		info, err := c.Info(e.ctx)
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
 	})
+}
+
+// A NodeDue whose OLT stays busy through every delivery ends as skipped on
+// its last one instead of vanishing at MaxDeliver with its execution left
+// PENDING: every NodeDue ends.
+func TestNodeDueBusyOnEveryDeliveryEndsSkipped(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{}))
+	c, err := e.JS.Consumer(e.ctx, streams.StreamSchedule, streams.ConsumerPoller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.CachedInfo().Config
+	cfg.MaxDeliver = 3
+	if _, err := e.JS.UpdateConsumer(e.ctx, streams.StreamSchedule, cfg); err != nil {
+		t.Fatal(err)
+	}
+	other, err := lease.Open(e.ctx, e.JS, streams.BucketLeases, "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := other.Acquire(e.ctx, "olt-a", lease.Info{ExecutionID: "long-walk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = held.Release(context.Background()) })
+
+	node := e.nodeDue("olt-a", "exec-busy", "job-get")
+	node.IntervalSeconds = 3600 // never stale within the test
+	node.ScheduledAt = time.Now().UTC()
+	e.publishNodeDue(t, node)
+	_, reg := e.startPoller(t, Config{PollerID: "p1", Workers: 1, LeaseBusyDelay: 50 * time.Millisecond})
+
+	var ev execEvents
+	waitFor(t, 30*time.Second, "execution.skipped of exec-busy", func() bool {
+		ev = e.execEvents(t, "olt-a", "exec-busy")
+		return len(ev.skipped) > 0
+	})
+	if len(ev.skipped) != 1 || len(ev.started)+len(ev.succeeded)+len(ev.failed) != 0 {
+		t.Fatalf("%d skipped, %d started, %d succeeded, %d failed", len(ev.skipped), len(ev.started), len(ev.succeeded), len(ev.failed))
+	}
+	if r := ev.skipped[0].Reason; !strings.Contains(r, "busy on all 3 deliveries") {
+		t.Fatalf("reason %q", r)
+	}
+	if n := counter(t, reg, "facho_poller_lease_busy_total"); n != 3 {
+		t.Fatalf("lease busy %v times, want 3 (one per delivery)", n)
+	}
+	e.waitPollerQueueEmpty(t)
 }

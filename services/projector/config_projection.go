@@ -89,11 +89,12 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 			return projection.Change{}, err
 		}
 		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, `INSERT INTO olts (id, name, ip, port, brand_id, enabled, description, deleted, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, false, $8)
+			// An OLT event ends an auto-disable: the OLT is as it says.
+			_, err := tx.Exec(ctx, `INSERT INTO olts (id, name, ip, port, brand_id, enabled, description, deleted, updated_at, disabled_reason, disabled_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, false, $8, '', NULL)
 				ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, ip = EXCLUDED.ip, port = EXCLUDED.port,
 				brand_id = EXCLUDED.brand_id, enabled = EXCLUDED.enabled, description = EXCLUDED.description,
-				deleted = false, updated_at = EXCLUDED.updated_at`,
+				deleted = false, updated_at = EXCLUDED.updated_at, disabled_reason = '', disabled_at = NULL`,
 				e.ID, e.Name, e.IP, e.Port, e.BrandID, e.Enabled, e.Description, at)
 			return wrap(err, "upsert olt %s", e.ID)
 		}}, nil
@@ -171,6 +172,52 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 			_, err := tx.Exec(ctx, `UPDATE snmp_job_olts SET deleted = true, enabled = false, updated_at = $3 WHERE job_id = $1 AND olt_id = $2`,
 				e.JobID, e.OLTID, at)
 			return wrap(err, "unassign job %s from olt %s", e.JobID, e.OLTID)
+		}}, nil
+	case streams.TypeOLTAutoDisabled:
+		var e streams.OLTAutoDisabled
+		if err := streams.DecodeData(env, &e); err != nil {
+			return projection.Change{}, err
+		}
+		if err := needID(env, e.ID); err != nil {
+			return projection.Change{}, err
+		}
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE olts SET enabled = false, disabled_reason = $2, disabled_at = $3, updated_at = $4 WHERE id = $1`,
+				e.ID, pgText(e.Reason), e.DisabledAt, at)
+			return wrap(err, "auto-disable olt %s", e.ID)
+		}}, nil
+	case streams.TypeWorkflowUpserted:
+		var e streams.WorkflowUpserted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return projection.Change{}, err
+		}
+		if err := needIDs(env, e.ID, e.OLTID, e.MasterJobID); err != nil {
+			return projection.Change{}, err
+		}
+		chain := e.ChainJobIDs
+		if chain == nil {
+			chain = []string{}
+		}
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO workflows (id, name, olt_id, master_job_id, chain_job_ids, stop_on_failure, enabled, deleted, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, false, $8)
+				ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, olt_id = EXCLUDED.olt_id, master_job_id = EXCLUDED.master_job_id,
+				chain_job_ids = EXCLUDED.chain_job_ids, stop_on_failure = EXCLUDED.stop_on_failure, enabled = EXCLUDED.enabled,
+				deleted = false, updated_at = EXCLUDED.updated_at`,
+				e.ID, pgText(e.Name), e.OLTID, e.MasterJobID, chain, e.StopOnFailure, e.Enabled, at)
+			return wrap(err, "upsert workflow %s", e.ID)
+		}}, nil
+	case streams.TypeWorkflowDeleted:
+		var e streams.WorkflowDeleted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return projection.Change{}, err
+		}
+		if err := needID(env, e.ID); err != nil {
+			return projection.Change{}, err
+		}
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE workflows SET deleted = true, enabled = false, updated_at = $2 WHERE id = $1`, e.ID, at)
+			return wrap(err, "delete workflow %s", e.ID)
 		}}, nil
 	default:
 		// A type this version does not know is dead-lettered, not dropped:

@@ -156,6 +156,14 @@ func decodeExecEvent(data []byte) (execEvent, error) {
 		// No attempt and no lease: nothing ran.
 		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
 			Status: StatusSkipped, ScheduledAt: ptr(e.ScheduledAt), FinishedAt: ptr(e.SkippedAt), Error: e.Reason}
+	case streams.TypeExecutionAborted:
+		var e streams.ExecutionAborted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return ev, err
+		}
+		// Cancelled before it started: no attempt, no lease.
+		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
+			Status: StatusAborted, FinishedAt: ptr(e.AbortedAt), Error: e.Reason}
 	case streams.TypeExecutionInterrupted:
 		var e streams.ExecutionInterrupted
 		if err := streams.DecodeData(env, &e); err != nil {
@@ -206,7 +214,7 @@ func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) 
 			return false, nil
 		}
 	}
-	if ev.Status == StatusSkipped {
+	if ev.Status == StatusSkipped || ev.Status == StatusAborted {
 		return true, applySkipped(ctx, tx, ev)
 	}
 	if ev.Status == StatusSuccess {
@@ -266,19 +274,19 @@ func interruptAttempt(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 	return nil
 }
 
-// applySkipped records a skipped execution: no attempt ran, so there is no
-// execution_attempts row; finished_at is when it was skipped and error says
-// why. The caller has checked the move is forward (from nothing, PENDING or
-// a duplicate SKIPPED).
+// applySkipped records a skipped or aborted execution: no attempt ran, so
+// there is no execution_attempts row; finished_at is when it was skipped or
+// aborted and error says why. The caller has checked the move is forward
+// (from nothing, PENDING or a duplicate).
 func applySkipped(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 	_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, poller_id, scheduled_at, finished_at, error, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
 		ON CONFLICT (id) DO UPDATE SET job_id = EXCLUDED.job_id, olt_id = EXCLUDED.olt_id, status = EXCLUDED.status,
 		poller_id = EXCLUDED.poller_id, scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
 		finished_at = EXCLUDED.finished_at, error = EXCLUDED.error, updated_at = now()`,
-		ev.ID, ev.JobID, ev.OLTID, StatusSkipped, ev.PollerID, ev.ScheduledAt, ev.FinishedAt, ev.Error)
+		ev.ID, ev.JobID, ev.OLTID, ev.Status, ev.PollerID, ev.ScheduledAt, ev.FinishedAt, ev.Error)
 	if err != nil {
-		return fmt.Errorf("record skipped execution %s: %w", ev.ID, err)
+		return fmt.Errorf("record %s execution %s: %w", ev.Status, ev.ID, err)
 	}
 	return nil
 }
@@ -286,14 +294,18 @@ func applySkipped(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 // forward reports whether (attempt, status) may replace the recorded
 // (curAttempt, curStatus): a later attempt always may; within an attempt the
 // state only moves up, and a final state is not replaced by another.
-// SKIPPED is final for the whole execution, not just an attempt: it only
-// replaces PENDING (a skip after a run began is a stale redelivery; the
-// run's own outcome stands), and nothing but a duplicate replaces it.
+// SKIPPED and ABORTED are final for the whole execution, not just an
+// attempt: they only replace PENDING (a skip after a run began is a stale
+// redelivery; the run's own outcome stands), and nothing but a duplicate
+// replaces them. INTERRUPTED is final for its attempt only (a redelivered
+// NodeDue's newer attempt still runs; after the planner's cancellation none
+// follows).
 func forward(curAttempt int, curStatus string, attempt int, status string) bool {
 	switch {
-	case curStatus == StatusSkipped:
-		return status == StatusSkipped
-	case status == StatusSkipped:
+	case curStatus == StatusSkipped || curStatus == StatusAborted:
+		// Nothing ran and nothing will: final for the execution.
+		return status == curStatus
+	case status == StatusSkipped || status == StatusAborted:
 		return curStatus == StatusPending
 	}
 	if attempt != curAttempt {

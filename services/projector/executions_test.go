@@ -245,6 +245,12 @@ func TestConfigProjection(t *testing.T) {
 		{streams.SubjectOID("spare-oid"), streams.OIDUpserted{ID: "spare-oid", BrandID: "spare", Name: "s", OID: "1.3.6.1", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "string"}}},
 		{streams.SubjectOID("spare-oid"), streams.OIDDeleted{ID: "spare-oid"}},
 		{streams.SubjectBrand("spare"), streams.BrandDeleted{ID: "spare"}},
+		{streams.SubjectWorkflow("wf-1"), streams.WorkflowUpserted{ID: "wf-1", Name: "disc+rx", OLTID: "olt-a", MasterJobID: "job-1", ChainJobIDs: []string{"job-2"}, StopOnFailure: true, Enabled: true}},
+		{streams.SubjectWorkflow("wf-2"), streams.WorkflowUpserted{ID: "wf-2", Name: "gone", OLTID: "olt-a", MasterJobID: "job-1", ChainJobIDs: []string{"job-2"}, Enabled: true}},
+		{streams.SubjectWorkflow("wf-2"), streams.WorkflowDeleted{ID: "wf-2"}},
+		// Auto-disabled by the planner, with the reason and time.
+		{streams.SubjectOLT("olt-e"), streams.OLTUpserted{ID: "olt-e", Name: "OLT E", IP: "10.0.0.5", Port: 161, BrandID: "huawei", CommunityEnc: sealed, Enabled: true}},
+		{streams.SubjectOLTDisabled("olt-e"), streams.OLTAutoDisabled{ID: "olt-e", Reason: "3 consecutive failed executions", Failures: 3, DisabledAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}},
 	}
 	var last uint64
 	for _, e := range events {
@@ -287,8 +293,67 @@ func TestConfigProjection(t *testing.T) {
 	if err := r.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM brands WHERE id = 'spare') + (SELECT count(*) FROM oids WHERE id = 'spare-oid')`).Scan(&spares); err != nil || spares != 0 {
 		t.Errorf("deleted brand and OID: %d rows left (%v)", spares, err)
 	}
+	var chain []string
+	var stop, wf2Deleted bool
+	if err := r.pool.QueryRow(ctx, `SELECT w.chain_job_ids, w.stop_on_failure, (SELECT deleted FROM workflows WHERE id = 'wf-2') FROM workflows w WHERE id = 'wf-1'`).Scan(&chain, &stop, &wf2Deleted); err != nil {
+		t.Fatal(err)
+	}
+	if len(chain) != 1 || chain[0] != "job-2" || !stop || !wf2Deleted {
+		t.Errorf("workflows: chain %v stop %v, wf-2 deleted %v", chain, stop, wf2Deleted)
+	}
+	var reason string
+	var at *time.Time
+	var eEnabled bool
+	if err := r.pool.QueryRow(ctx, `SELECT enabled, disabled_reason, disabled_at FROM olts WHERE id = 'olt-e'`).Scan(&eEnabled, &reason, &at); err != nil {
+		t.Fatal(err)
+	}
+	if eEnabled || reason != "3 consecutive failed executions" || at == nil || !at.Equal(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("olt-e enabled %v, disabled %q at %v", eEnabled, reason, at)
+	}
 	var leaks int
 	if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM olts o WHERE o::text LIKE '%c2VhbGVk%'`).Scan(&leaks); err != nil || leaks != 0 {
 		t.Fatalf("sealed community stored in olts: %d (%v)", leaks, err)
+	}
+}
+
+// The coordinator's cancellations: PENDING -> ABORTED (no attempt row),
+// RUNNING -> INTERRUPTED (the attempt too); both final.
+func TestAbortedAndInterruptedExecutions(t *testing.T) {
+	r := newRig(t)
+	r.start()
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	exec := func(phase string, ev streams.Event) {
+		t.Helper()
+		r.waitCheckpoint(streams.ConsumerProjectorExec, r.publish(streams.SubjectExec("olt-a", phase), ev))
+	}
+	r.waitCheckpoint(streams.ConsumerProjectorSchedule, r.publish(streams.SubjectNodeDue("olt-a"), nodeDue("a1", t0)))
+	exec(streams.PhaseAborted, streams.ExecutionAborted{ExecutionID: "a1", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Reason: "job disabled", AbortedAt: t0.Add(time.Second)})
+	if e := r.execution("a1"); e.Status != StatusAborted || e.Error != "job disabled" || e.Finished == nil || !e.Finished.Equal(t0.Add(time.Second)) || e.Attempt != 0 {
+		t.Fatalf("a1 %+v, want ABORTED", e)
+	}
+	if a := r.attempts("a1"); len(a) != 0 {
+		t.Fatalf("a1 attempts %v, want none", a)
+	}
+	// A late start does not resurrect it.
+	exec(streams.PhaseStarted, streams.ExecutionStarted{ExecutionID: "a1", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 3, StartedAt: t0})
+	if e := r.execution("a1"); e.Status != StatusAborted {
+		t.Fatalf("a1 %+v after a late start", e)
+	}
+
+	r.waitCheckpoint(streams.ConsumerProjectorSchedule, r.publish(streams.SubjectNodeDue("olt-a"), nodeDue("i1", t0)))
+	exec(streams.PhaseStarted, streams.ExecutionStarted{ExecutionID: "i1", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 4, StartedAt: t0})
+	exec(streams.PhaseInterrupted, streams.ExecutionInterrupted{ExecutionID: "i1", OLTID: "olt-a", JobID: "job-1", Attempt: 1, Reason: "OLT disabled",
+		PollerID: "p1", LeaseRevision: 4, StartedAt: t0, InterruptedAt: t0.Add(2 * time.Second)})
+	e := r.execution("i1")
+	if e.Status != StatusInterrupted || e.Error != "OLT disabled" || e.Attempt != 1 || e.Rev != 4 || e.Duration == nil || *e.Duration != 2000 {
+		t.Fatalf("i1 %+v, want INTERRUPTED", e)
+	}
+	if a := r.attempts("i1"); len(a) != 1 || a[1] != StatusInterrupted {
+		t.Fatalf("i1 attempts %v", a)
+	}
+	exec(streams.PhaseFailed, streams.ExecutionFailed{ExecutionID: "i1", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 4,
+		StartedAt: t0, FinishedAt: t0.Add(3 * time.Second), Error: "late"})
+	if e := r.execution("i1"); e.Status != StatusInterrupted {
+		t.Fatalf("i1 %+v after a late failure", e)
 	}
 }

@@ -44,7 +44,7 @@ func startStack(t *testing.T, nOLTs int) *devstack.Stack {
 		APIAddr:     "127.0.0.1:0",
 		APIToken:    token,
 		Pollers:     2,
-		Planner:     planner.Config{FirstRunDelay: 200 * time.Millisecond, Tick: 100 * time.Millisecond},
+		Planner:     planner.Config{FirstRunDelay: 200 * time.Millisecond, Tick: 100 * time.Millisecond, FirstRunSpread: -1},
 		Fleet:       fleet,
 	}, log)
 	if err != nil {

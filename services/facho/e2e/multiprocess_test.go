@@ -214,7 +214,7 @@ func TestServicesAsSeparateProcesses(t *testing.T) {
 		start(t, bin("facho-api"), "api", with(natsauth.API)),
 		start(t, bin("facho-poller"), "poller-1", with(natsauth.Poller, "FACHO_POLLER_ID=poller-1")),
 		start(t, bin("facho-poller"), "poller-2", with(natsauth.Poller, "FACHO_POLLER_ID=poller-2")),
-		start(t, bin("facho-planner"), "planner", with(natsauth.Planner), "-first-run-delay", "200ms", "-tick", "100ms"),
+		start(t, bin("facho-planner"), "planner", with(natsauth.Planner), "-first-run-delay", "200ms", "-tick", "100ms", "-first-run-spread=-1s"),
 	}
 
 	// Every process answers /healthz and /metrics.

@@ -213,7 +213,9 @@ environment:
 		APIToken:       token,
 		SecretKey:      getenv(secret.EnvKey),
 		Pollers:        *pollers,
-		Planner:        planner.Config{FirstRunDelay: *firstRun},
+		// A handful of demo OLTs: no spreading of first runs, the demo's
+		// first discovery comes FirstRunDelay after start.
+		Planner: planner.Config{FirstRunDelay: *firstRun, FirstRunSpread: -1},
 	}
 	for i := 0; i < *olts; i++ {
 		cfg.Fleet.OLTs = append(cfg.Fleet.OLTs, oltsim.OLTConfig{

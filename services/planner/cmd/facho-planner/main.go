@@ -6,6 +6,8 @@ import (
 	"context"
 	"flag"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/facho-olt/facho/pkg/servicemain"
 	"github.com/facho-olt/facho/services/planner"
@@ -24,6 +26,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.DurationVar(&cfg.DelayedAfter, "delayed-after", 0, "lateness from which a due node counts as delayed (default 2s)")
 			fs.IntVar(&cfg.DiscoveryTimeoutSeconds, "discovery-timeout-seconds", 0, "timeout of discovery/walk jobs without one (default 300)")
 			fs.IntVar(&cfg.PollTimeoutSeconds, "poll-timeout-seconds", 0, "timeout of get jobs without one (default 60)")
+			fs.DurationVar(&cfg.FirstRunSpread, "first-run-spread", 0, "bound of the per-node offset spreading first runs over the interval (default 15m; negative: none)")
+			fs.DurationVar(&cfg.StuckGrace, "stuck-grace", 0, "a flight without a terminal event is freed after interval + timeout + this (default 5m)")
+			fs.IntVar(&cfg.DisableAfterFailures, "disable-after-failures", 0, "consecutive failed executions that disable an OLT (default 3; negative: never)")
+			fs.Func("retry-backoff", "retry class delays, comma-separated (default 300s,600s,1200s)", func(v string) error {
+				for _, f := range strings.Split(v, ",") {
+					d, err := time.ParseDuration(strings.TrimSpace(f))
+					if err != nil {
+						return err
+					}
+					cfg.RetryBackoff = append(cfg.RetryBackoff, d)
+				}
+				return nil
+			})
+			fs.StringVar(&cfg.Instance, "instance", "", "name of this replica as the leader lease holder (default planner-<random>)")
 		},
 		Check: servicemain.CheckConfig(&cfg),
 		Service: func(ctx context.Context, d servicemain.Deps) error {

@@ -1,0 +1,163 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/streams"
+)
+
+// Terminal statuses of an execution as the planner records them
+// (last_status of a node).
+const (
+	statusSuccess = "SUCCESS"
+	statusFailed  = "FAILED"
+	statusSkipped = "SKIPPED"
+	// statusAborted and statusInterrupted: the planner cancelled the
+	// execution (before it started, or while it ran).
+	statusAborted     = "ABORTED"
+	statusInterrupted = "INTERRUPTED"
+	// statusUnknown: the planner gave up waiting for a terminal event.
+	statusUnknown = "UNKNOWN"
+)
+
+// finish is an execution's terminal event.
+type finish struct {
+	OLTID       string
+	JobID       string
+	ExecutionID string
+	Status      string
+	// End is when the run ended (the poller's finished_at or skipped_at):
+	// the node's next run is End + interval, the same for every planner.
+	End time.Time
+	// Published is the event's envelope time (latency metrics).
+	Published time.Time
+}
+
+// terminalSubjects are the FACHO_EXEC subjects that end an execution.
+func terminalSubjects() []string {
+	return []string{
+		streams.SubjectExec("*", streams.PhaseSucceeded),
+		streams.SubjectExec("*", streams.PhaseFailed),
+		streams.SubjectExec("*", streams.PhaseSkipped),
+		streams.SubjectExec("*", streams.PhaseAborted),
+		streams.SubjectExec("*", streams.PhaseInterrupted),
+	}
+}
+
+// decodeFinish reads a terminal event. ok is false for an event that does
+// not end its execution (a failed attempt the poller redelivers).
+func decodeFinish(data []byte) (f finish, ok bool, err error) {
+	env, err := streams.DecodeEnvelope(data)
+	if err != nil {
+		return f, false, err
+	}
+	f.Published = env.Time
+	switch env.Type {
+	case streams.TypeExecutionSucceeded:
+		var e streams.ExecutionSucceeded
+		if err := streams.DecodeData(env, &e); err != nil {
+			return f, false, err
+		}
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusSuccess, e.FinishedAt
+	case streams.TypeExecutionFailed:
+		var e streams.ExecutionFailed
+		if err := streams.DecodeData(env, &e); err != nil {
+			return f, false, err
+		}
+		if e.Redelivered {
+			return f, false, nil
+		}
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusFailed, e.FinishedAt
+	case streams.TypeExecutionSkipped:
+		var e streams.ExecutionSkipped
+		if err := streams.DecodeData(env, &e); err != nil {
+			return f, false, err
+		}
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusSkipped, e.SkippedAt
+	case streams.TypeExecutionAborted:
+		var e streams.ExecutionAborted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return f, false, err
+		}
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusAborted, e.AbortedAt
+	case streams.TypeExecutionInterrupted:
+		var e streams.ExecutionInterrupted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return f, false, err
+		}
+		if !e.Cancelled {
+			// A lease that expired under a dead poller: the NodeDue is
+			// redelivered and its next attempt ends the execution.
+			return f, false, nil
+		}
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusInterrupted, e.InterruptedAt
+	default:
+		return f, false, nil
+	}
+	if f.OLTID == "" || f.ExecutionID == "" {
+		return f, false, fmt.Errorf("%w: %s without olt_id or execution_id", streams.ErrMalformed, env.Type)
+	}
+	if f.End.IsZero() {
+		f.End = env.Time
+	}
+	return f, true, nil
+}
+
+// followExec starts an ordered consumer on the terminal execution events,
+// from start (zero: only new ones), and forwards them to out until ctx ends.
+// Ordered, not durable: every planner replica sees every event, and a
+// restarted planner re-reads from its oldest flight.
+func (p *planner) followExec(ctx context.Context, start time.Time, out chan<- finish) (stop func(), err error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: terminalSubjects(), DeliverPolicy: jetstream.DeliverNewPolicy}
+	if !start.IsZero() {
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &start
+	}
+	cons, err := p.js.OrderedConsumer(ctx, streams.StreamExec, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("planner: ordered consumer on %s: %w", streams.StreamExec, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("planner: consume %s: %w", streams.StreamExec, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			msg, err := it.Next()
+			if err != nil {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+					return
+				}
+				p.log.Warn().Err(err).Msg("read execution stream")
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			f, ok, err := decodeFinish(msg.Data())
+			if err != nil {
+				p.log.Warn().Err(err).Str(telemetry.KeySubject, msg.Subject()).Msg("skip malformed execution event")
+				continue
+			}
+			if !ok {
+				continue
+			}
+			select {
+			case out <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { it.Stop(); <-done }, nil
+}

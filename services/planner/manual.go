@@ -1,0 +1,109 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/streams"
+)
+
+// Manual runs (seed 004 POST /api/v1/pollers/nodes/{node_id}/run/): the API
+// publishes a NodeRunRequested with the execution id it answered; the
+// planner puts the run first in its OLT's queue (seed 001's high-priority
+// class: it still waits for the node in flight, never runs beside it) and
+// does not move the node's schedule.
+
+// followManual forwards manual run requests from a little before start
+// (so a request made while the planner restarted is not lost; a repeat is
+// dropped by its Nats-Msg-Id "manual:<execution_id>").
+func (p *planner) followManual(ctx context.Context, start time.Time, out chan<- streams.NodeRunRequested) (stop func(), err error) {
+	from := start.Add(-time.Minute)
+	cons, err := p.js.OrderedConsumer(ctx, streams.StreamSchedule, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{streams.SubjectsManualRun}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("planner: ordered consumer on %s: %w", streams.SubjectsManualRun, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("planner: consume %s: %w", streams.SubjectsManualRun, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			msg, err := it.Next()
+			if err != nil {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+					return
+				}
+				p.log.Warn().Err(err).Msg("read manual runs")
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			_, req, err := streams.Decode[streams.NodeRunRequested](msg.Data())
+			if err != nil || req.ExecutionID == "" || !streams.ValidID(req.OLTID) || req.JobID == "" {
+				p.log.Warn().Err(err).Str(telemetry.KeySubject, msg.Subject()).Msg("skip malformed manual run")
+				continue
+			}
+			select {
+			case out <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { it.Stop(); <-done }, nil
+}
+
+// onManual queues a manual run first in its OLT's queue and dispatches it
+// at once when the OLT is free.
+func (p *planner) onManual(ctx context.Context, req streams.NodeRunRequested) {
+	k := NodeKey{JobID: req.JobID, OLTID: req.OLTID}
+	if _, seen := p.seenManual[req.ExecutionID]; seen {
+		return
+	}
+	p.seenManual[req.ExecutionID] = p.now()
+	n, ok := p.sched.Node(k)
+	if !ok {
+		p.abortManual(ctx, k, req.ExecutionID, "node "+k.NodeID()+" is not plannable: "+p.state.why(k))
+		return
+	}
+	now := p.now()
+	p.queues.Push(DueNode{Key: k, Spec: n.Spec, ScheduledAt: req.RequestedAt, Manual: true, Delayed: true, ExecutionID: req.ExecutionID})
+	p.log.Info().Str(telemetry.KeyJob, k.JobID).Str(telemetry.KeyOLT, k.OLTID).Str(telemetry.KeyExecution, req.ExecutionID).Msg("manual run queued")
+	p.publishAudit(ctx, streams.AuditEvent{OLTID: k.OLTID, Kind: streams.AuditManualRun, Level: streams.LevelInfo,
+		Message: fmt.Sprintf("manual run %s of task %q queued first", req.ExecutionID, n.Spec.JobName),
+		Details: map[string]any{"node_id": k.NodeID(), "job_id": k.JobID, "execution_id": req.ExecutionID,
+			"requested_at": req.RequestedAt.UTC().Format(time.RFC3339Nano)}},
+		streams.MsgID("audit", "planner", streams.AuditManualRun, req.ExecutionID))
+	p.dispatchOLT(ctx, k.OLTID, now)
+}
+
+// abortManual ends a manual run the planner cannot make: the API has
+// answered its execution id, so it must not stay PENDING.
+func (p *planner) abortManual(ctx context.Context, k NodeKey, executionID, reason string) {
+	id := streams.MsgID(executionID, streams.PhaseAborted)
+	now := p.now().UTC()
+	b, err := streams.EncodeWithID(id, p.cfg.Source, now, streams.ExecutionAborted{
+		ExecutionID: executionID, JobID: k.JobID, OLTID: k.OLTID, PollerID: p.cfg.Source, Reason: reason, AbortedAt: now,
+	})
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
+		_, err = p.js.Publish(pctx, streams.SubjectExec(k.OLTID, streams.PhaseAborted), b, jetstream.WithMsgID(id))
+		cancel()
+	}
+	if err != nil {
+		p.m.publishErrs.Inc()
+		p.log.Warn().Err(err).Str(telemetry.KeyExecution, executionID).Msg("publish aborted manual run")
+	}
+}

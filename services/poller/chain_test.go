@@ -1,0 +1,103 @@
+package poller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/facho-olt/facho/services/oltsim"
+	"github.com/facho-olt/facho/streams"
+)
+
+// A composite NodeDue runs its master, then its chain in order, under one
+// lease, each as its own execution; a failure stops the chain only with
+// stop_on_failure (the rest are then skipped, so every execution ends).
+func TestCompositeNodeRunsItsChainUnderOneLease(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		masterKind    string
+		stopOnFailure bool
+		want          map[string]string // execution -> terminal phase
+	}{
+		{"all succeed", streams.KindBulkWalk, false, map[string]string{"m": "succeeded", "c1": "succeeded", "c2": "succeeded"}},
+		{"master fails, the chain goes on", "bogus", false, map[string]string{"m": "failed", "c1": "succeeded", "c2": "succeeded"}},
+		{"master fails, stop on failure", "bogus", true, map[string]string{"m": "failed", "c1": "skipped", "c2": "skipped"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{Latency: 5 * time.Millisecond}))
+			node := e.nodeDue("olt-a", "m", "job-m")
+			node.Kind = tc.masterKind
+			node.StopOnFailure = tc.stopOnFailure
+			node.Chain = []streams.ChainedNode{
+				{ExecutionID: "c1", JobID: "job-c1", Kind: streams.KindBulkWalk, OIDs: huaweiColumns[2:3], TimeoutSeconds: 30},
+				{ExecutionID: "c2", JobID: "job-c2", Kind: streams.KindBulkWalk, OIDs: huaweiColumns[:1], TimeoutSeconds: 30},
+			}
+			e.publishNodeDue(t, node)
+			e.startPoller(t, Config{PollerID: "p1", Workers: 2})
+			ended := func(ev execEvents) string {
+				switch {
+				case len(ev.succeeded) > 0:
+					return "succeeded"
+				case len(ev.failed) > 0:
+					return "failed"
+				case len(ev.skipped) > 0:
+					return "skipped"
+				}
+				return ""
+			}
+			got := map[string]execEvents{}
+			waitFor(t, 30*time.Second, "every execution of the composite ended", func() bool {
+				for id := range tc.want {
+					got[id] = e.execEvents(t, "olt-a", id)
+					if ended(got[id]) == "" {
+						return false
+					}
+				}
+				return true
+			})
+			for id, want := range tc.want {
+				if g := ended(got[id]); g != want {
+					t.Errorf("%s ended %s, want %s", id, g, want)
+				}
+			}
+			// One lease for the whole composite: every attempt carries the
+			// same revision, and the chain ran after the master, in order.
+			var rev uint64
+			var prevEnd time.Time
+			for _, id := range []string{"m", "c1", "c2"} {
+				ev := got[id]
+				if len(ev.started) == 0 {
+					if ev.skipped == nil || !strings.Contains(ev.skipped[0].Reason, "chain stopped") {
+						t.Errorf("%s did not start and has no chain-stopped skip: %+v", id, ev)
+					}
+					continue
+				}
+				s := ev.started[0]
+				if rev == 0 {
+					rev = s.LeaseRevision
+				}
+				if s.LeaseRevision != rev {
+					t.Errorf("%s ran under lease revision %d, the master under %d", id, s.LeaseRevision, rev)
+				}
+				if s.StartedAt.Before(prevEnd) {
+					t.Errorf("%s started at %s before the previous node ended at %s", id, s.StartedAt, prevEnd)
+				}
+				switch {
+				case len(ev.succeeded) > 0:
+					prevEnd = ev.succeeded[0].FinishedAt
+				case len(ev.failed) > 0:
+					prevEnd = ev.failed[0].FinishedAt
+				}
+			}
+			if h, held := e.leaseHolder(t, "olt-a"); held {
+				t.Fatalf("lease still held by %s after the composite", h)
+			}
+			if mc := e.fleet.OLT("olt-a").Record().MaxConcurrent; mc > 1 {
+				t.Fatalf("%d concurrent requests", mc)
+			}
+			e.waitPollerQueueEmpty(t)
+		})
+	}
+}
