@@ -89,7 +89,9 @@ func (c *cancels) register(ctx context.Context, id string, cancel context.Cancel
 	c.running[id] = cancel
 	c.mu.Unlock()
 	e, err := c.kv.Get(ctx, streams.CancelKey(id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
+		// Not cancelled; an id that cannot be a key (the planner's are
+		// UUIDs) cannot have been cancelled either.
 		return nil, nil
 	}
 	if err != nil {
