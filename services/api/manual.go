@@ -43,10 +43,10 @@ func (s *server) runNode(w http.ResponseWriter, r *http.Request) *apiError {
 	case !o.Enabled:
 		return &apiError{Status: http.StatusConflict, Msg: "OLT " + olt + " is disabled"}
 	}
-	if reason, aerr := s.autoDisabled(r.Context(), olt); aerr != nil {
+	if dis, aerr := s.autoDisabled(r.Context(), olt); aerr != nil {
 		return aerr
-	} else if reason != "" {
-		return &apiError{Status: http.StatusConflict, Msg: "OLT " + olt + " is disabled: " + reason}
+	} else if dis != nil {
+		return &apiError{Status: http.StatusConflict, Msg: "OLT " + olt + " is disabled: " + dis.Reason}
 	}
 	switch {
 	case !ns.Enabled:
@@ -72,28 +72,28 @@ func (s *server) runNode(w http.ResponseWriter, r *http.Request) *apiError {
 	return nil
 }
 
-// autoDisabled returns the reason of an OLT's auto-disable by the planner
-// when it is newer than the OLT's configuration; "" otherwise.
-func (s *server) autoDisabled(ctx context.Context, olt string) (string, *apiError) {
+// autoDisabled returns the planner's auto-disable of an OLT when it is
+// newer than the OLT's configuration; nil otherwise.
+func (s *server) autoDisabled(ctx context.Context, olt string) (*streams.OLTAutoDisabled, *apiError) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
 	dis, err := s.config.GetLastMsgForSubject(ctx, streams.SubjectOLTDisabled(olt))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", unavailable("configuration stream")
+		return nil, unavailable("configuration stream")
 	}
 	cfg, err := s.config.GetLastMsgForSubject(ctx, streams.SubjectOLT(olt))
 	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return "", unavailable("configuration stream")
+		return nil, unavailable("configuration stream")
 	}
 	if cfg != nil && cfg.Sequence > dis.Sequence {
-		return "", nil // re-enabled (or changed) since
+		return nil, nil // re-enabled (or changed) since
 	}
 	_, ev, err := streams.Decode[streams.OLTAutoDisabled](dis.Data)
 	if err != nil {
-		return "", nil
+		return nil, nil
 	}
-	return ev.Reason, nil
+	return &ev, nil
 }

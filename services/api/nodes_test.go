@@ -99,6 +99,9 @@ func TestManualRun(t *testing.T) {
 	if _, _, raw := f.do("POST", "/api/v1/pollers/nodes/get-serial.olt-a/run/", ""); !strings.Contains(raw, "3 consecutive failed executions") {
 		t.Fatalf("auto-disabled OLT: %s", raw)
 	}
+	if o := f.must("GET", "/api/v1/olts/olt-a", "", http.StatusOK); o["enabled"] != false || o["disabled_reason"] != "3 consecutive failed executions" || o["disabled_at"] == nil {
+		t.Fatalf("auto-disabled OLT as the API shows it: %v", o)
+	}
 	// Re-enabled (a newer OLT event): runnable again.
 	f.must("PUT", "/api/v1/olts/olt-a", `{"name":"OLT A","ip":"10.0.0.1","brand_id":"huawei"}`, http.StatusAccepted)
 	f.must("POST", "/api/v1/pollers/nodes/get-serial.olt-a/run/", "", http.StatusAccepted)

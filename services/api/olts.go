@@ -162,11 +162,22 @@ func (s *server) deleteOLT(w http.ResponseWriter, r *http.Request) *apiError {
 }
 
 func (s *server) getOLT(w http.ResponseWriter, r *http.Request) *apiError {
-	_, o, err := s.existingOLT(r)
+	id, o, err := s.existingOLT(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, viewOLT(*o))
+	v := viewOLT(*o)
+	// Disabled by the planner after consecutive failures, until the OLT's
+	// next change (enabling it resets).
+	dis, err := s.autoDisabled(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if dis != nil {
+		at := dis.DisabledAt
+		v.Enabled, v.DisabledReason, v.DisabledAt = false, dis.Reason, &at
+	}
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 
