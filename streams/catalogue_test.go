@@ -82,7 +82,7 @@ func samples() []Event {
 		JobDeleted{ID: "disc"},
 		JobOLTAssigned{JobID: "disc", OLTID: "olt-1", Enabled: true},
 		JobOLTUnassigned{JobID: "disc", OLTID: "olt-1"},
-		NodeDue{ExecutionID: "e1", NodeID: "disc:olt-1", JobID: "disc", OLTID: "olt-1", Kind: KindDiscovery, Target: Target{Host: "192.0.2.1", Port: 161, CommunityEnc: "v1:abcd"}, OIDs: []OIDSpec{spec}, Priority: 90, ScheduledAt: now,
+		NodeDue{ExecutionID: "e1", NodeID: "disc:olt-1", JobID: "disc", OLTID: "olt-1", Kind: KindDiscovery, Class: ClassDiscovery, Target: Target{Host: "192.0.2.1", Port: 161, CommunityEnc: "v1:abcd"}, OIDs: []OIDSpec{spec}, Priority: 90, ScheduledAt: now,
 			SNMP:  SNMPTuning{WalkPDU: WalkPDUGetNext, MaxRepetitions: 20, GetVarbinds: 30, GetConcurrency: 2},
 			Chain: []ChainedNode{{ExecutionID: "e1-c1", JobID: "status", JobName: "status", Kind: KindBulkWalk, OIDs: []OIDSpec{spec}, TimeoutSeconds: 60}}, StopOnFailure: true, DispatchedAt: now},
 		ExecutionStarted{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now},

@@ -37,7 +37,28 @@ const (
 	FieldDescription = "description"
 	FieldStatus      = "status"
 	FieldRxPower     = "rx_power"
+	// The fields of vendor profiles (issue 9); NULL in onu_data where a
+	// vendor has no such column.
+	FieldName          = "name"
+	FieldTxPower       = "tx_power"
+	FieldOLTRxPower    = "olt_rx_power"
+	FieldDistance      = "distance"
+	FieldTemperature   = "temperature"
+	FieldVoltage       = "voltage"
+	FieldBias          = "bias"
+	FieldLastDownCause = "last_down_cause"
+	FieldLastDownTime  = "last_down_time"
+	FieldLastUpTime    = "last_up_time"
+	FieldModel         = "model"
+	FieldFirmware      = "firmware"
 )
+
+// ONUFields lists every ONU field an OID can feed.
+func ONUFields() []string {
+	return []string{FieldSerial, FieldDescription, FieldStatus, FieldRxPower, FieldName, FieldTxPower, FieldOLTRxPower,
+		FieldDistance, FieldTemperature, FieldVoltage, FieldBias, FieldLastDownCause, FieldLastDownTime, FieldLastUpTime,
+		FieldModel, FieldFirmware}
+}
 
 // Decoder says how a raw varbind value becomes a field value. Kinds:
 //   - "string": OctetString as text
@@ -46,16 +67,18 @@ const (
 //   - "scaled": float = raw*Scale + Offset; NoReading marks "no reading"
 //   - "float_string": a decimal in an OctetString ("-10.47", V-SOL)
 //   - "enum": integer mapped through Enum (e.g. 1 -> ONLINE)
+//   - "date_and_time": an SNMP DateAndTime (8 or 11 bytes) as a time; an
+//     all-zero value or year 0 is no reading
 type Decoder struct {
-	Kind      string            `json:"kind"`
-	Scale     float64           `json:"scale,omitempty"`
-	Offset    float64           `json:"offset,omitempty"`
-	NoReading *int64            `json:"no_reading,omitempty"`
-	Enum      map[string]string `json:"enum,omitempty"`
+	Kind      string            `json:"kind" yaml:"kind"`
+	Scale     float64           `json:"scale,omitempty" yaml:"scale,omitempty"`
+	Offset    float64           `json:"offset,omitempty" yaml:"offset,omitempty"`
+	NoReading *int64            `json:"no_reading,omitempty" yaml:"no_reading,omitempty"`
+	Enum      map[string]string `json:"enum,omitempty" yaml:"enum,omitempty"`
 }
 
 // DecoderKinds lists the supported decoder kinds.
-var DecoderKinds = []string{"string", "hex_serial", "int", "scaled", "float_string", "enum"}
+var DecoderKinds = []string{"string", "hex_serial", "int", "scaled", "float_string", "enum", "date_and_time"}
 
 // Validate checks the decoder kind.
 func (d Decoder) Validate() error {
@@ -80,6 +103,12 @@ type BrandUpserted struct {
 	// followed by a sub-index such as ZTE's optical table's ".1") or
 	// "fiberhome" (one packed integer slot*2^25+pon*2^19+onu*2^8).
 	IndexScheme string `json:"index_scheme"`
+	// Index defines the scheme as data (vendor profiles): with it,
+	// IndexScheme is only its name. Without it IndexScheme must be a
+	// built-in ("pon.onu", "fiberhome").
+	Index *IndexSpec `json:"index,omitempty"`
+	// Profile is the vendor profile the brand was made from, if any.
+	Profile string `json:"profile,omitempty"`
 	// SNMP says how the brand's OLTs want to be read (GET batch size and
 	// concurrency, walk PDU, max-repetitions); zero fields: defaults.
 	SNMP SNMPTuning `json:"snmp,omitzero"`
@@ -105,6 +134,12 @@ func (b BrandUpserted) Validate() error {
 	if err := b.SNMP.Validate(); err != nil {
 		return fmt.Errorf("snmp: %w", err)
 	}
+	if b.Index != nil {
+		if b.IndexScheme == "" {
+			return errors.New("index_scheme (the name of the index definition) is required")
+		}
+		return b.Index.Validate()
+	}
 	for _, s := range IndexSchemes() {
 		if b.IndexScheme == s {
 			return nil
@@ -129,6 +164,11 @@ type OIDUpserted struct {
 	// table: <pon>.<onu>.1, suffix "1"); empty for the ONU tables. See
 	// ValidIndexSuffix.
 	IndexSuffix string `json:"index_suffix,omitempty"`
+	// Index, when set, is this column's own index definition (a table
+	// indexed otherwise than the brand's ONU tables, e.g. ZTE's 1012-tree
+	// Tx power on a 1082-tree OLT); walks only: a get addresses ONUs with
+	// the brand's scheme.
+	Index *IndexSpec `json:"index,omitempty"`
 }
 
 func (OIDUpserted) EventType() string { return TypeOIDUpserted }

@@ -66,6 +66,10 @@ type PollerState struct {
 	ProcessID string `json:"process_id"`
 	Host      string `json:"host"`
 	Slot      int    `json:"slot"`
+	// Class is the queue class (discovery, polling, retry, high_priority)
+	// whose nodes the slot runs: a process has as many slots of each class
+	// as the class's concurrency limit.
+	Class string `json:"class,omitempty"`
 	// Status is FREE or BUSY (running a node under its OLT's lease).
 	Status string `json:"status"`
 	// CurrentNodeID, CurrentOLTID and CurrentExecutionID name the node

@@ -165,6 +165,13 @@ type ConsumerDef struct {
 	Config jetstream.ConsumerConfig
 }
 
+// ProjectionAckWait is the AckWait of the ordered (projection) consumers.
+// With one message pending at a time, a message delivered to a process
+// that died holds its consumer this long, so it is short; a live handler
+// keeps its message with in-progress acks (pkg/jsrouter's
+// InProgressEvery, a third of it).
+const ProjectionAckWait = 10 * time.Second
+
 // ConsumerConfigs returns every durable consumer Facho uses.
 func ConsumerConfigs(o Options) []ConsumerDef {
 	o = o.WithDefaults()
@@ -195,30 +202,40 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		d.Config.MaxDeliver = -1
 		return d
 	}
-	return []ConsumerDef{
-		// A NodeDue whose OLT is busy is NAKed with a delay until the lease
-		// frees: that is waiting, not failing, hence the high bound. The
-		// poller ends a NodeDue on its PollerMaxDeliveries-th delivery
-		// itself (dead letter) instead of NAKing it again; the server's
-		// MaxDeliver is one more, a backstop that is never reached.
-		mk(StreamSchedule, ConsumerPoller, SubjectsNodeDue, "pollers take due nodes", o.PollerAckWait, PollerMaxDeliveries+1),
-		ordered(mk(StreamConfig, ConsumerProjectorConfig, SubjectsConfig, "projector: configuration read model", 30*time.Second, 10)),
-		ordered(mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", 30*time.Second, 10)),
-		ordered(mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", 30*time.Second, 10)),
-		ordered(mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data", 60*time.Second, 10)),
-		// The auditor's coordinator_logs are a projection too (checkpointed).
-		ordered(mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", 30*time.Second, 10)),
-		ordered(mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", 30*time.Second, 10)),
-		// Dead-lettered varbind batches: their execution is not SUCCESS.
-		ordered(mk(StreamDLQ, ConsumerProjectorDLQ, SubjectDLQ(ConsumerProjectorVarbinds), "projector: executions whose varbind batches were dead-lettered", 30*time.Second, 10)),
-		// The auditor's hourly quota trackers and violations.
-		ordered(mk(StreamSchedule, ConsumerAuditorSchedule, SubjectsNodeDue, "auditor: quota trackers (what is due in each hour)", 30*time.Second, 10)),
-		ordered(mk(StreamExec, ConsumerAuditorQuotaExec, SubjectsExec, "auditor: quota trackers (what each execution came to), failure streaks", 30*time.Second, 10)),
-		ordered(mk(StreamConfig, ConsumerAuditorConfig, SubjectsConfigOLT, "auditor: quotas of OLTs disabled or deleted mid-hour are INTERRUPTED", 30*time.Second, 10)),
-		ordered(mk(StreamAudit, ConsumerAuditorQuotaAudit, SubjectsAudit, "auditor: OLT_DISABLED interrupts quotas and is notified", 30*time.Second, 10)),
-		ordered(mk(StreamNotify, ConsumerAuditorNotify, SubjectsNotifyQuotaViolation, "auditor: quota_violations", 30*time.Second, 10)),
-		ordered(mk(StreamNotify, ConsumerAuditorNotifyLog, SubjectsNotifyQuotaViolation, "auditor: QUOTA_VIOLATION coordinator logs", 30*time.Second, 10)),
+	// A NodeDue whose OLT is busy is NAKed with a delay until the lease
+	// frees: that is waiting, not failing, hence the high bound. The poller
+	// ends a NodeDue on its PollerMaxDeliveries-th delivery itself (dead
+	// letter) instead of NAKing it again; the server's MaxDeliver is one
+	// more, a backstop that is never reached. One durable per queue class
+	// (ConsumerPollerClass): a flood of discoveries does not hold back the
+	// polls. The pre-class durable ConsumerPoller is kept, filtered to the
+	// pre-class subjects only, so a deployed system drains the NodeDue it
+	// held when it was upgraded (an existing consumer's filter is updated
+	// in place by CreateOrUpdateConsumer).
+	defs := []ConsumerDef{
+		mk(StreamSchedule, ConsumerPoller, SubjectsNodeDueLegacy, "pollers drain due nodes published before queue classes", o.PollerAckWait, PollerMaxDeliveries+1),
 	}
+	for _, c := range Classes() {
+		defs = append(defs, mk(StreamSchedule, ConsumerPollerClass(c), SubjectsNodeDueClass(c), "pollers take due nodes of class "+c, o.PollerAckWait, PollerMaxDeliveries+1))
+	}
+	return append(defs,
+		ordered(mk(StreamConfig, ConsumerProjectorConfig, SubjectsConfig, "projector: configuration read model", ProjectionAckWait, 10)),
+		ordered(mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", ProjectionAckWait, 10)),
+		ordered(mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", ProjectionAckWait, 10)),
+		ordered(mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data", ProjectionAckWait, 10)),
+		// The auditor's coordinator_logs are a projection too (checkpointed).
+		ordered(mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", ProjectionAckWait, 10)),
+		ordered(mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", ProjectionAckWait, 10)),
+		// Dead-lettered varbind batches: their execution is not SUCCESS.
+		ordered(mk(StreamDLQ, ConsumerProjectorDLQ, SubjectDLQ(ConsumerProjectorVarbinds), "projector: executions whose varbind batches were dead-lettered", ProjectionAckWait, 10)),
+		// The auditor's hourly quota trackers and violations.
+		ordered(mk(StreamSchedule, ConsumerAuditorSchedule, SubjectsNodeDue, "auditor: quota trackers (what is due in each hour)", ProjectionAckWait, 10)),
+		ordered(mk(StreamExec, ConsumerAuditorQuotaExec, SubjectsExec, "auditor: quota trackers (what each execution came to), failure streaks", ProjectionAckWait, 10)),
+		ordered(mk(StreamConfig, ConsumerAuditorConfig, SubjectsConfigOLT, "auditor: quotas of OLTs disabled or deleted mid-hour are INTERRUPTED", ProjectionAckWait, 10)),
+		ordered(mk(StreamAudit, ConsumerAuditorQuotaAudit, SubjectsAudit, "auditor: OLT_DISABLED interrupts quotas and is notified", ProjectionAckWait, 10)),
+		ordered(mk(StreamNotify, ConsumerAuditorNotify, SubjectsNotifyQuotaViolation, "auditor: quota_violations", ProjectionAckWait, 10)),
+		ordered(mk(StreamNotify, ConsumerAuditorNotifyLog, SubjectsNotifyQuotaViolation, "auditor: QUOTA_VIOLATION coordinator logs", ProjectionAckWait, 10)),
+	)
 }
 
 // LeaseBucketConfig is the KV bucket of OLT leases: History 1 and the

@@ -71,7 +71,7 @@ func RenderCatalogue() []byte {
 	b.WriteString("| consumer | stream | filter | ack wait | max ack pending | server max deliver | bound |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, cd := range ConsumerConfigs(Options{}) {
 		bound := fmt.Sprintf("router: %d failed deliveries (dependency healthy), %d deliveries", MaxFailedDeliveries, MaxDeliveries)
-		if cd.Config.Durable == ConsumerPoller {
+		if cd.Stream == StreamSchedule && strings.HasPrefix(cd.Config.Durable, ConsumerPoller) {
 			bound = fmt.Sprintf("poller: dead letter on delivery %d if still not done; stale NodeDue skipped", PollerMaxDeliveries)
 		}
 		fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %d | %d | %s |\n", cd.Config.Durable, cd.Stream, cd.Config.FilterSubject, cd.Config.AckWait,

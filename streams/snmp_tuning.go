@@ -34,15 +34,15 @@ const (
 // fields take the poller's defaults (see the poller's Config).
 type SNMPTuning struct {
 	// WalkPDU: "" (by kind), "getnext" or "getbulk".
-	WalkPDU string `json:"walk_pdu,omitempty"`
+	WalkPDU string `json:"walk_pdu,omitempty" yaml:"walk_pdu,omitempty"`
 	// MaxRepetitions of a GETBULK walk (1..255); halved on tooBig.
-	MaxRepetitions int `json:"max_repetitions,omitempty"`
+	MaxRepetitions int `json:"max_repetitions,omitempty" yaml:"max_repetitions,omitempty"`
 	// GetVarbinds is the first size of a GET PDU, in varbinds (1..60); a
 	// PDU that times out or is tooBig is split in halves.
-	GetVarbinds int `json:"get_varbinds,omitempty"`
+	GetVarbinds int `json:"get_varbinds,omitempty" yaml:"get_varbinds,omitempty"`
 	// GetConcurrency is how many GET PDUs are in flight on the OLT at
 	// once (1..16): some OLTs cannot take concurrency.
-	GetConcurrency int `json:"get_concurrency,omitempty"`
+	GetConcurrency int `json:"get_concurrency,omitempty" yaml:"get_concurrency,omitempty"`
 }
 
 // Validate checks the bounds; zero fields are valid (defaults).

@@ -27,7 +27,7 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 	case TypeWorkflowUpserted, TypeWorkflowDeleted:
 		return "facho.config.workflow.{id}", true
 	case TypeNodeDue:
-		return "facho.schedule.due.{olt_id}", true
+		return "facho.schedule.due.{olt_id}.{class}", true
 	case TypeNodeRunRequested:
 		return "facho.schedule.manual.{olt_id}", true
 	case TypeExecutionAborted:
@@ -56,6 +56,10 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 	return "", false
 }
 
+// legacyNodeDuePattern is the subject of a NodeDue before queue classes;
+// CheckSubject still accepts it (a stream may hold such events).
+const legacyNodeDuePattern = "facho.schedule.due.{olt_id}"
+
 // subjectFields are the data fields a subject pattern may name.
 type subjectFields struct {
 	ID       string `json:"id"`
@@ -64,6 +68,7 @@ type subjectFields struct {
 	Change   string `json:"change"`
 	Consumer string `json:"consumer"`
 	Kind     string `json:"kind"`
+	Class    string `json:"class"`
 }
 
 func (f subjectFields) get(name string) (string, bool) {
@@ -80,6 +85,8 @@ func (f subjectFields) get(name string) (string, bool) {
 		return f.Consumer, true
 	case "kind":
 		return f.Kind, true
+	case "class":
+		return f.Class, true
 	}
 	return "", false
 }
@@ -99,6 +106,11 @@ func CheckSubject(subject string, env Envelope) error {
 	}
 	want := strings.Split(pattern, ".")
 	got := strings.Split(subject, ".")
+	if env.Type == TypeNodeDue && len(got) == len(want)-1 {
+		// Published before queue classes: no class token (and no class).
+		pattern = legacyNodeDuePattern
+		want = want[:len(want)-1]
+	}
 	if len(got) != len(want) {
 		return fmt.Errorf("%w: %s on subject %q: want %s", ErrMalformed, env.Type, subject, pattern)
 	}

@@ -96,8 +96,53 @@ func SubjectAssignment(jobID, oltID string) string {
 	return "facho.config.assignment." + jobID + "." + oltID
 }
 
-// SubjectNodeDue is where the planner says a node (job on OLT) is due.
+// SubjectNodeDueClass is where the planner says a node (job on OLT) is
+// due, in queue class class (ClassDiscovery, ...):
+// facho.schedule.due.<olt>.<class>.
+func SubjectNodeDueClass(oltID, class string) string {
+	return "facho.schedule.due." + oltID + "." + class
+}
+
+// SubjectNodeDue is the subject of a NodeDue without a class,
+// facho.schedule.due.<olt>: where NodeDue went before queue classes. The
+// pre-class durable ConsumerPoller still takes them (a poller's polling
+// slots serve it), so a system upgraded with NodeDue pending drains them.
 func SubjectNodeDue(oltID string) string { return "facho.schedule.due." + oltID }
+
+// Queue classes of NodeDue (seed 001's Celery queues): each has its own
+// durable consumer, so a flood of one class cannot starve another, and its
+// own concurrency limit in every poller process.
+const (
+	// ClassDiscovery: nodes of kind discovery (walks of the ONU tables).
+	ClassDiscovery = "discovery"
+	// ClassPolling: nodes of kind get, walk or bulkwalk.
+	ClassPolling = "polling"
+	// ClassRetry: a retried execution (attempt > 1).
+	ClassRetry = "retry"
+	// ClassHigh: a manual run (high priority).
+	ClassHigh = "high_priority"
+)
+
+// Classes are the queue classes in the order a poller starts them.
+func Classes() []string { return []string{ClassHigh, ClassPolling, ClassDiscovery, ClassRetry} }
+
+// ValidClass tells whether c is a queue class.
+func ValidClass(c string) bool {
+	switch c {
+	case ClassDiscovery, ClassPolling, ClassRetry, ClassHigh:
+		return true
+	}
+	return false
+}
+
+// ConsumerPollerClass is the durable consumer of class's NodeDue.
+func ConsumerPollerClass(class string) string { return ConsumerPoller + "-" + class }
+
+// SubjectsNodeDueClass is the filter of class's NodeDue.
+func SubjectsNodeDueClass(class string) string { return "facho.schedule.due.*." + class }
+
+// SubjectsNodeDueLegacy matches only NodeDue published before classes.
+const SubjectsNodeDueLegacy = "facho.schedule.due.*"
 
 // SubjectManualRun is where the API asks the planner to run a node now.
 func SubjectManualRun(oltID string) string { return "facho.schedule.manual." + oltID }
@@ -131,6 +176,9 @@ const (
 	ONUDiscovered    = "discovered"
 	ONUStatusChanged = "status"
 	ONUUpdated       = "updated"
+	// ONURemoved: a complete walk of the OLT's ONU table did not find the
+	// ONU (onu_data.removed_at is set; seen again, it is present again).
+	ONURemoved = "removed"
 )
 
 // SubjectONU carries ONU-change events for integrators.

@@ -33,6 +33,8 @@ type OIDSpec struct {
 	Decoder Decoder `json:"decoder"`
 	// IndexSuffix: see OIDUpserted.IndexSuffix.
 	IndexSuffix string `json:"index_suffix,omitempty"`
+	// Index: see OIDUpserted.Index.
+	Index *IndexSpec `json:"index,omitempty"`
 }
 
 // Target is where and how to reach an OLT.
@@ -44,23 +46,25 @@ type Target struct {
 
 // NodeDue says a node (a job on an OLT) is due now.
 type NodeDue struct {
-	ExecutionID       string    `json:"execution_id"`
-	NodeID            string    `json:"node_id"`
-	JobID             string    `json:"job_id"`
-	JobName           string    `json:"job_name"`
-	OLTID             string    `json:"olt_id"`
-	BrandID           string    `json:"brand_id"`
-	IndexScheme       string    `json:"index_scheme"`
-	Kind              string    `json:"kind"`
-	Target            Target    `json:"target"`
-	OIDs              []OIDSpec `json:"oids"`
-	Priority          int       `json:"priority"`
-	IntervalSeconds   int       `json:"interval_seconds"`
-	TimeoutSeconds    int       `json:"timeout_seconds"`
-	MaxRetries        int       `json:"max_retries"`
-	RetryDelaySeconds int       `json:"retry_delay_seconds"`
-	ScheduledAt       time.Time `json:"scheduled_at"`
-	DelaySeconds      float64   `json:"delay_seconds"`
+	ExecutionID string `json:"execution_id"`
+	NodeID      string `json:"node_id"`
+	JobID       string `json:"job_id"`
+	JobName     string `json:"job_name"`
+	OLTID       string `json:"olt_id"`
+	BrandID     string `json:"brand_id"`
+	IndexScheme string `json:"index_scheme"`
+	// Index is the brand's index definition (IndexSpec) when it has one.
+	Index             *IndexSpec `json:"index,omitempty"`
+	Kind              string     `json:"kind"`
+	Target            Target     `json:"target"`
+	OIDs              []OIDSpec  `json:"oids"`
+	Priority          int        `json:"priority"`
+	IntervalSeconds   int        `json:"interval_seconds"`
+	TimeoutSeconds    int        `json:"timeout_seconds"`
+	MaxRetries        int        `json:"max_retries"`
+	RetryDelaySeconds int        `json:"retry_delay_seconds"`
+	ScheduledAt       time.Time  `json:"scheduled_at"`
+	DelaySeconds      float64    `json:"delay_seconds"`
 	// SNMP is the OLT's tuning over its brand's (SNMPTuning.Over); zero
 	// fields take the poller's defaults.
 	SNMP SNMPTuning `json:"snmp,omitzero"`
@@ -81,6 +85,10 @@ type NodeDue struct {
 	// unknown. A poller counts the attempts from the stream when an attempt
 	// may have started since the dispatch (a redelivery).
 	Attempt int `json:"attempt,omitempty"`
+	// Class is the node's queue class (ClassDiscovery, ClassPolling,
+	// ClassRetry, ClassHigh), the last token of its subject; empty in
+	// events published before classes (on SubjectNodeDueLegacy).
+	Class string `json:"class,omitempty"`
 }
 
 func (NodeDue) EventType() string { return TypeNodeDue }
@@ -305,16 +313,18 @@ const (
 
 // VarbindBatch is one chunk of raw varbinds read in one execution.
 type VarbindBatch struct {
-	ExecutionID   string    `json:"execution_id"`
-	JobID         string    `json:"job_id"`
-	OLTID         string    `json:"olt_id"`
-	BrandID       string    `json:"brand_id"`
-	IndexScheme   string    `json:"index_scheme"`
-	LeaseRevision uint64    `json:"lease_revision"`
-	Batch         int       `json:"batch"`
-	Columns       []OIDSpec `json:"columns"`
-	CollectedAt   time.Time `json:"collected_at"`
-	Varbinds      []Varbind `json:"varbinds"`
+	ExecutionID string `json:"execution_id"`
+	JobID       string `json:"job_id"`
+	OLTID       string `json:"olt_id"`
+	BrandID     string `json:"brand_id"`
+	IndexScheme string `json:"index_scheme"`
+	// Index: NodeDue.Index, so a replay decodes the batch as it was read.
+	Index         *IndexSpec `json:"index,omitempty"`
+	LeaseRevision uint64     `json:"lease_revision"`
+	Batch         int        `json:"batch"`
+	Columns       []OIDSpec  `json:"columns"`
+	CollectedAt   time.Time  `json:"collected_at"`
+	Varbinds      []Varbind  `json:"varbinds"`
 	// Last marks the final batch of this execution: every column was
 	// walked to its end, so an ONU row absent from all of the execution's
 	// batches is absent from the OLT's table (FiberHome and V-SOL omit
@@ -344,6 +354,22 @@ type ONUState struct {
 	Description string   `json:"description,omitempty"`
 	Status      string   `json:"status,omitempty"`
 	RxPowerDBm  *float64 `json:"rx_power_dbm,omitempty"`
+	// Fields of vendor profiles (issue 9); empty or absent where the
+	// vendor has no such column or no reading.
+	Index         string     `json:"onu_index,omitempty"`
+	PortName      string     `json:"port_name,omitempty"`
+	Name          string     `json:"name,omitempty"`
+	TxPowerDBm    *float64   `json:"tx_power_dbm,omitempty"`
+	OLTRxPowerDBm *float64   `json:"olt_rx_power_dbm,omitempty"`
+	DistanceM     *float64   `json:"distance_m,omitempty"`
+	TemperatureC  *float64   `json:"temperature_c,omitempty"`
+	VoltageV      *float64   `json:"voltage_v,omitempty"`
+	BiasMA        *float64   `json:"bias_ma,omitempty"`
+	LastDownCause string     `json:"last_down_cause,omitempty"`
+	LastDownAt    *time.Time `json:"last_down_at,omitempty"`
+	LastUpAt      *time.Time `json:"last_up_at,omitempty"`
+	Model         string     `json:"model,omitempty"`
+	Firmware      string     `json:"firmware,omitempty"`
 }
 
 // ONUChanged is published by the projector when an ONU appears or changes.
@@ -377,10 +403,13 @@ const (
 	// AuditONUReadFailed: a get could not read some OIDs of some ONUs
 	// (ExecutionSucceeded.ONUFailures).
 	AuditONUReadFailed = "ONU_READ_FAILED"
-	AuditExecAborted   = "EXECUTION_ABORTED"
-	AuditOLTEnabled    = "OLT_ENABLED"
-	AuditManualRun     = "MANUAL_RUN"
-	AuditTakeover      = "PLANNER_TAKEOVER"
+	// AuditVarbindsUnplaced: a complete walk placed none or few of its
+	// varbinds in ONU fields (published by the projector, WARNING).
+	AuditVarbindsUnplaced = "VARBINDS_UNPLACED"
+	AuditExecAborted      = "EXECUTION_ABORTED"
+	AuditOLTEnabled       = "OLT_ENABLED"
+	AuditManualRun        = "MANUAL_RUN"
+	AuditTakeover         = "PLANNER_TAKEOVER"
 )
 
 // Audit levels.

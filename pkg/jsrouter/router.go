@@ -312,7 +312,7 @@ func (r *Router) countOutcome(h message.HandlerFunc) message.HandlerFunc {
 		case err != nil:
 			outcome = OutcomeNacked
 			r.cfg.Log.Warn().Err(err).Str(telemetry.KeyConsumer, consumer).Str(telemetry.KeyStreamSeq, wm.Metadata.Get(MetaStreamSeq)).
-				Dur("nack_delay", r.cfg.NackDelay).Msg("handler failed; message will be redelivered")
+				Dur("nack_delay_ms", r.cfg.NackDelay).Msg("handler failed; message will be redelivered")
 		case wm.Metadata.Get(metaDeadLettered) != "":
 			outcome = OutcomeDeadLettered
 		case wm.Metadata.Get(metaOutcome) != "":

@@ -55,6 +55,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/streams"
 )
 
 // Metadata keys set on every message.
@@ -75,7 +76,8 @@ type SubscriberConfig struct {
 	// wait for an idle fetch; default 1s.
 	FetchWait time.Duration
 	// InProgressEvery is how often a message still being handled gets an
-	// in-progress ack so AckWait does not redeliver it; default 10s.
+	// in-progress ack so AckWait does not redeliver it; default a third
+	// of streams.ProjectionAckWait.
 	InProgressEvery time.Duration
 }
 
@@ -88,7 +90,7 @@ func (c SubscriberConfig) WithDefaults() SubscriberConfig {
 		c.FetchWait = time.Second
 	}
 	if c.InProgressEvery == 0 {
-		c.InProgressEvery = 10 * time.Second
+		c.InProgressEvery = streams.ProjectionAckWait / 3
 	}
 	return c
 }

@@ -73,7 +73,9 @@ func Table() []Identity {
 			Name:        Poller,
 			Description: "runs the SNMP work under per-OLT leases",
 			Publish:     []string{streams.SubjectsVarbinds, streams.SubjectsExec, streams.SubjectsAudit},
-			Consumers:   []string{streams.ConsumerPoller},
+			// One durable per queue class; ConsumerPoller drains pre-class NodeDue.
+			Consumers: []string{streams.ConsumerPoller, streams.ConsumerPollerClass(streams.ClassHigh), streams.ConsumerPollerClass(streams.ClassPolling),
+				streams.ConsumerPollerClass(streams.ClassDiscovery), streams.ConsumerPollerClass(streams.ClassRetry)},
 			// FACHO_ONU: the discovered ONUs a get reads (getonus.go).
 			Ordered:  []string{streams.StreamExec, streams.StreamONU},
 			ReadMsgs: []string{streams.StreamExec},
@@ -83,8 +85,8 @@ func Table() []Identity {
 		},
 		{
 			Name:        Projector,
-			Description: "builds the read models and publishes ONU changes",
-			Publish:     []string{streams.SubjectsONU},
+			Description: "builds the read models and publishes ONU changes (and VARBINDS_UNPLACED audit events)",
+			Publish:     []string{streams.SubjectsONU, streams.SubjectsAudit},
 			Consumers: []string{
 				streams.ConsumerProjectorConfig, streams.ConsumerProjectorSchedule,
 				streams.ConsumerProjectorExec, streams.ConsumerProjectorVarbinds,

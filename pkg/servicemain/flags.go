@@ -22,6 +22,7 @@ const (
 	EnvDatabaseURL = "DATABASE_URL"
 	EnvPGDataDir   = "FACHO_PG_DATA_DIR"
 	EnvProvision   = "FACHO_PROVISION"
+	EnvPprofAddr   = "FACHO_PPROF_ADDR"
 )
 
 // Provisioning modes of -provision (FACHO_PROVISION).
@@ -40,8 +41,11 @@ const DefaultNATSURL = "nats://127.0.0.1:4222"
 
 // Common is what the common flags and the environment say.
 type Common struct {
-	NATSURL     string
-	HTTPAddr    string // empty: no telemetry server
+	NATSURL  string
+	HTTPAddr string // empty: no telemetry server
+	// PprofAddr serves net/http/pprof on a listener of its own (empty:
+	// off); never on HTTPAddr, which may be reachable by scrapers.
+	PprofAddr   string
 	LogLevel    string
 	DatabaseURL string // may hold a password: never echoed
 	PGDataDir   string
@@ -72,6 +76,7 @@ func (b Binary) parse(args []string, getenv func(string) string, stderr io.Write
 	c.NATS.RegisterFlags(fs, getenv)
 	fs.StringVar(&c.Provision, "provision", env.String(EnvProvision, ProvisionAuto), "create or update the streams at start-up: yes, no (only check they exist), auto (yes when connecting without an identity) ("+EnvProvision+")")
 	fs.StringVar(&c.HTTPAddr, "http-addr", env.String(EnvHTTPAddr, b.HTTPAddr), "address of /metrics and /healthz, empty for none ("+EnvHTTPAddr+")")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", env.String(EnvPprofAddr, ""), "address of /debug/pprof/ (CPU and heap profiles), empty for none; bind it to localhost ("+EnvPprofAddr+")")
 	fs.StringVar(&c.LogLevel, "log-level", env.String(EnvLogLevel, "info"), "log level: trace, debug, info, warn, error ("+EnvLogLevel+")")
 	fs.BoolVar(&c.CheckConfig, "check-config", false, "validate the configuration and exit")
 	if b.Database != NoDatabase {

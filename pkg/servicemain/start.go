@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,7 +51,7 @@ func (b Binary) start(ctx context.Context, c Common, ch checked, log zerolog.Log
 	defer conn.drain(log)
 	deps.JS = conn.js
 	deps.Health.Add("nats", telemetry.PublicCheck(log, "nats", "nats unavailable", conn.check))
-	return b.serve(ctx, c.HTTPAddr, deps)
+	return b.serve(ctx, c.HTTPAddr, c.PprofAddr, deps)
 }
 
 // openDatabase opens the pool (starting the private cluster first when
@@ -90,7 +92,7 @@ func openDatabase(ctx context.Context, c Common, log zerolog.Logger) (pool *pgxp
 // serve runs the service and the telemetry server in one errgroup: the
 // failure of either stops the other, and so does the service's end, since
 // a binary whose service is done has nothing left to report on.
-func (b Binary) serve(ctx context.Context, httpAddr string, deps Deps) error {
+func (b Binary) serve(ctx context.Context, httpAddr, pprofAddr string, deps Deps) error {
 	g, gctx := errgroup.WithContext(ctx)
 	sctx, stop := context.WithCancel(gctx)
 	defer stop()
@@ -108,5 +110,24 @@ func (b Binary) serve(ctx context.Context, httpAddr string, deps Deps) error {
 			})
 		})
 	}
+	if pprofAddr != "" {
+		g.Go(func() error {
+			return telemetry.Serve(sctx, pprofAddr, pprofMux(), func(a net.Addr) {
+				deps.Log.Info().Str(telemetry.KeyAddr, a.String()).Msg("pprof listening")
+			})
+		})
+	}
 	return g.Wait()
+}
+
+// pprofMux serves the runtime profiles (-pprof-addr): /debug/pprof/ and
+// /debug/pprof/profile?seconds=N for a CPU profile.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

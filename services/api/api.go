@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/facho-olt/facho/pkg/profiles"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/services/api/auth"
@@ -64,6 +65,8 @@ type server struct {
 	mux      *recordingMux
 	roles    map[string]auth.Role
 	docsTmpl *template.Template
+	// profiles is the vendor catalogue (built-in plus cfg.ProfilesDir).
+	profiles *profiles.Catalogue
 }
 
 // Run serves the API on cfg.Addr until ctx is cancelled, then shuts down
@@ -114,6 +117,9 @@ func newServer(ctx context.Context, cfg Config, deps Deps) (*server, http.Handle
 		return nil, nil, fmt.Errorf("api: open stream %s: %w", streams.StreamConfig, err)
 	}
 	s := &server{cfg: cfg, deps: deps, config: stream, m: m, users: &auth.Store{DB: deps.DB, Now: deps.Now}}
+	if s.profiles, err = profiles.Load(cfg.ProfilesDir); err != nil {
+		return nil, nil, fmt.Errorf("api: %w", err)
+	}
 	if err := s.registerPollerMetrics(); err != nil {
 		return nil, nil, err
 	}
@@ -159,11 +165,16 @@ func (s *server) routes() (http.Handler, error) {
 	api("GET /api/v1/me", s.me)
 	api("GET /api/v1/openapi.json", s.openAPI)
 
+	api("GET /api/v1/vendor-profiles", s.listVendorProfiles)
+	api("GET /api/v1/vendor-profiles/{id}", s.getVendorProfile)
 	// Scheduling (issue 7): workflows, the persisted schedule, the queue,
 	// manual runs.
 	api("GET /api/v1/workflows", s.listWorkflows)
 	api("POST /api/v1/workflows", s.createWorkflow)
+	api("GET /api/v1/workflows/{id}", s.getWorkflow)
 	api("PUT /api/v1/workflows/{id}", s.updateWorkflow)
+	api("POST /api/v1/workflows/{id}/enable", s.enableWorkflow)
+	api("POST /api/v1/workflows/{id}/disable", s.enableWorkflow)
 	api("DELETE /api/v1/workflows/{id}", s.deleteWorkflow)
 	api("GET /api/v1/olts/{id}/nodes", s.listOLTNodes)
 	api("GET /api/v1/nodes/{node_id}", s.getNode)

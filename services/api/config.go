@@ -22,6 +22,11 @@ type Config struct {
 	MaxBodyBytes int64
 	// Source names the API in event envelopes.
 	Source string
+	// ProfilesDir is a folder of vendor profiles (*.yaml) added to the
+	// built-in ones (FACHO_PROFILES_DIR); empty: built-in only.
+	ProfilesDir string
+	// DetectTimeout bounds the SNMP GET of brand_id "auto".
+	DetectTimeout time.Duration
 }
 
 // WithDefaults fills zero fields.
@@ -40,6 +45,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Source == "" {
 		c.Source = "api"
+	}
+	if c.DetectTimeout == 0 {
+		c.DetectTimeout = 3 * time.Second
 	}
 	return c
 }

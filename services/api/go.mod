@@ -8,8 +8,11 @@ replace github.com/facho-olt/facho/streams => ../../streams
 
 replace github.com/facho-olt/facho/migrations => ../../migrations
 
+replace github.com/facho-olt/facho/services/oltsim => ../oltsim
+
 require (
 	github.com/facho-olt/facho/pkg v0.0.0-00010101000000-000000000000
+	github.com/facho-olt/facho/services/oltsim v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/streams v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	github.com/invopop/jsonschema v0.14.0
@@ -34,6 +37,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/facho-olt/facho/migrations v0.0.0-00010101000000-000000000000 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
+	github.com/gosnmp/gosnmp v1.47.0 // indirect
 	github.com/huandu/xstrings v1.5.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -66,4 +70,5 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

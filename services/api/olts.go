@@ -19,6 +19,11 @@ type oltRequest struct {
 	Description string  `json:"description"`
 	// SNMP overrides the brand's tuning for this OLT.
 	SNMP streams.SNMPTuning `json:"snmp"`
+	// Profile (create only) names a vendor profile: its brand, OIDs and
+	// default jobs are created if absent and the jobs assigned to the OLT.
+	// BrandID "auto" picks the profile from the OLT's sysObjectID and
+	// sysDescr (one SNMP GET).
+	Profile string `json:"profile,omitempty"`
 }
 
 // oltView is an OLT as the API shows it: never with its community.
@@ -100,6 +105,9 @@ func (s *server) createOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	if req.ID, aerr = newOrCheckedID(req.ID); aerr != nil {
 		return aerr
 	}
+	if req.Profile != "" || req.BrandID == BrandAuto {
+		return s.createOLTWithProfile(w, r, req)
+	}
 	ev, err := s.oltEvent(r, req.ID, req, nil)
 	if err != nil {
 		return err
@@ -137,6 +145,9 @@ func (s *server) updateOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	if err := sameID(req.ID, id); err != nil {
 		return err
+	}
+	if req.Profile != "" {
+		return badField("profile", "profile applies when an OLT is created; change brand_id instead")
 	}
 	ev, err := s.oltEvent(r, id, req, prev)
 	if err != nil {

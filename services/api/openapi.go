@@ -65,6 +65,9 @@ func routeDocs() map[string]routeDoc {
 		"GET /healthz":             {Summary: "Health of the API's dependencies", Tag: "ops", Public: true},
 		"GET /metrics":             {Summary: "Prometheus metrics", Tag: "ops", Public: true},
 
+		"GET /api/v1/vendor-profiles":      {Summary: "List the vendor profiles (built-in and FACHO_PROFILES_DIR; q filters by id, name, vendor)", Tag: "vendor-profiles"},
+		"GET /api/v1/vendor-profiles/{id}": {Summary: "Get a vendor profile: match rules, index scheme, columns with decoders, SNMP tuning, default jobs", Tag: "vendor-profiles"},
+
 		"GET /api/v1/brands":         {Summary: "List brands", Tag: "brands", Query: page()},
 		"POST /api/v1/brands":        {Summary: "Create a brand (409 when the id exists)", Tag: "brands", Body: brandRequest{}, Status: 201},
 		"GET /api/v1/brands/{id}":    {Summary: "Get a brand", Tag: "brands"},
@@ -80,7 +83,7 @@ func routeDocs() map[string]routeDoc {
 		"DELETE /api/v1/oids/{id}": {Summary: "Delete an OID (409 while a job uses it)", Tag: "oids", Status: 202},
 
 		"GET /api/v1/olts":               {Summary: "List OLTs", Tag: "olts", Query: page(brand, enabled)},
-		"POST /api/v1/olts":              {Summary: "Create an OLT (409 when the id exists); the community is sealed at once", Tag: "olts", Body: oltRequest{}, Status: 201},
+		"POST /api/v1/olts":              {Summary: "Create an OLT (409 when the id exists); the community is sealed at once. With profile (a vendor profile id) or brand_id \"auto\" (identified by one SNMP GET of sysObjectID and sysDescr; 422 naming what was read when no profile matches) the profile's brand, OIDs and default jobs are created when absent and the jobs assigned", Tag: "olts", Body: oltRequest{}, Status: 201},
 		"GET /api/v1/olts/{id}":          {Summary: "Get an OLT (never its community)", Tag: "olts"},
 		"PUT /api/v1/olts/{id}":          {Summary: "Replace an OLT (the community is kept when absent)", Tag: "olts", Body: oltRequest{}, Status: 202},
 		"PATCH /api/v1/olts/{id}":        {Summary: "Change some fields of an OLT", Tag: "olts", Body: oltRequest{}, Status: 202},
@@ -123,7 +126,10 @@ func routeDocs() map[string]routeDoc {
 		"PATCH /api/v1/webhooks/{id}":                  {Summary: "Change some fields of a webhook", Tag: "webhooks", Body: webhookRequest{}},
 		"DELETE /api/v1/webhooks/{id}":                 {Summary: "Delete a webhook and its delivery records", Tag: "webhooks"},
 		"GET /api/v1/webhooks/{id}/deliveries":         {Summary: "List a webhook's deliveries, newest first: status (pending, delivered, failed), attempts, last error", Tag: "webhooks", Query: page(param{"status", "string", "pending, delivered or failed"})},
-		"GET /api/v1/workflows":                        {Summary: "List workflows (a master job and its chain on an OLT, seed 004); olt_id filters", Tag: "workflows"},
+		"GET /api/v1/workflows":                        {Summary: "List workflows (a master job and its chain on an OLT, seed 004)", Tag: "workflows", Query: page(olt, enabled)},
+		"GET /api/v1/workflows/{id}":                   {Summary: "Get a workflow", Tag: "workflows"},
+		"POST /api/v1/workflows/{id}/enable":           {Summary: "Enable a workflow", Tag: "workflows", Role: auth.Operator, Status: 202},
+		"POST /api/v1/workflows/{id}/disable":          {Summary: "Disable a workflow: its jobs run as plain nodes", Tag: "workflows", Role: auth.Operator, Status: 202},
 		"POST /api/v1/workflows":                       {Summary: "Create a workflow: on olt_id, master_job_id and chain_job_ids run as one composite node under one lease", Tag: "workflows", Body: workflowRequest{}, Status: 201},
 		"PUT /api/v1/workflows/{id}":                   {Summary: "Replace a workflow (enabled false disables it)", Tag: "workflows", Body: workflowRequest{}, Status: 202},
 		"DELETE /api/v1/workflows/{id}":                {Summary: "Delete a workflow: its jobs are plain nodes again", Tag: "workflows", Status: 202},

@@ -38,9 +38,12 @@ type pollerStats struct {
 	// BusyPercentage is the mean of the pollers' busy_percentage (each
 	// over its process's window, FACHO_POLLER_STATS_WINDOW).
 	BusyPercentage float64 `json:"busy_percentage"`
-	// QueueSize is the number of NodeDue waiting for a poller: the poller
-	// consumer's pending plus unacknowledged messages, less the BUSY
-	// pollers (those are running theirs).
+	// QueueSize is the number of nodes waiting: the size of the active
+	// planner's queue report (KV facho_planner_leader, key queue: due
+	// nodes waiting for their OLT) when there is one; else the NodeDue the
+	// poller consumers (one per queue class, and the pre-class one) hold,
+	// pending plus unacknowledged, less the BUSY pollers (those are running
+	// theirs).
 	QueueSize   int  `json:"queue_size"`
 	IsSaturated bool `json:"is_saturated"`
 	// The totals are over the pollers listed now (each since its process
@@ -114,16 +117,48 @@ func summarize(procs []streams.PollerProcess, held int, now time.Time) pollerSta
 	return st
 }
 
-// nodeDueHeld is what the poller consumer holds: NodeDue not yet delivered
-// plus those delivered and not yet acknowledged (running, or put back for
-// later because their OLT is busy).
+// nodeDueHeld is what the poller consumers hold (every queue class's and
+// the pre-class one): NodeDue not yet delivered plus those delivered and
+// not yet acknowledged (running, or put back for later because their OLT
+// is busy).
 func nodeDueHeld(ctx context.Context, js jetstream.JetStream) (int, error) {
-	cons, err := js.Consumer(ctx, streams.StreamSchedule, streams.ConsumerPoller)
-	if err != nil {
-		return 0, fmt.Errorf("consumer %s/%s: %w", streams.StreamSchedule, streams.ConsumerPoller, err)
+	held := 0
+	for _, name := range pollerConsumers() {
+		cons, err := js.Consumer(ctx, streams.StreamSchedule, name)
+		if err != nil {
+			return 0, fmt.Errorf("consumer %s/%s: %w", streams.StreamSchedule, name, err)
+		}
+		info := cons.CachedInfo()
+		held += int(info.NumPending) + info.NumAckPending
 	}
-	info := cons.CachedInfo()
-	return int(info.NumPending) + info.NumAckPending, nil
+	return held, nil
+}
+
+func pollerConsumers() []string {
+	out := []string{streams.ConsumerPoller}
+	for _, c := range streams.Classes() {
+		out = append(out, streams.ConsumerPollerClass(c))
+	}
+	return out
+}
+
+// plannerQueueSize is the size of the active planner's queue report; ok
+// is false when there is none (no active planner, or the bucket is
+// missing).
+func plannerQueueSize(ctx context.Context, js jetstream.JetStream) (size int, ok bool) {
+	kv, err := js.KeyValue(ctx, streams.BucketPlannerLeader)
+	if err != nil {
+		return 0, false
+	}
+	e, err := kv.Get(ctx, streams.QueueKey)
+	if err != nil {
+		return 0, false
+	}
+	var r streams.QueueReport
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return 0, false
+	}
+	return r.Size, true
 }
 
 func (s *server) pollersUnavailable(err error) *apiError {
@@ -154,6 +189,11 @@ func (s *server) pollerStatsNow(ctx context.Context) (pollerStats, error) {
 	procs, err := readPollers(ctx, s.deps.JS)
 	if err != nil {
 		return pollerStats{}, err
+	}
+	if size, ok := plannerQueueSize(ctx, s.deps.JS); ok {
+		st := summarize(procs, 0, s.deps.Now())
+		st.QueueSize = size
+		return st, nil
 	}
 	held, err := nodeDueHeld(ctx, s.deps.JS)
 	if err != nil {
@@ -191,7 +231,7 @@ func newPollerCollector(s *server) *pollerCollector {
 		free:      d("facho_pollers_free", "Pollers free now (free_pollers)."),
 		busyPct:   d("facho_pollers_busy_percentage", "Mean busy percentage of the pollers over their window (busy_percentage), 0..100."),
 		saturated: d("facho_pollers_saturated", "1 when facho_pollers_busy_percentage is above 75 (is_saturated)."),
-		queue:     d("facho_pollers_queue_size", "NodeDue waiting for a poller (queue_size): the poller consumer's pending + unacknowledged, less the busy pollers."),
+		queue:     d("facho_pollers_queue_size", "Nodes waiting (queue_size): the planner's queue report size, else the poller consumers' pending + unacknowledged less the busy pollers."),
 		proc:      d("facho_poller_processes", "Live poller processes (keys of the facho_pollers bucket)."),
 	}
 }

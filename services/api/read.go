@@ -128,6 +128,24 @@ type onuRow struct {
 	RxPowerDBm  *float64  `json:"rx_power_dbm"`
 	FirstSeen   time.Time `json:"first_seen"`
 	LastSeen    time.Time `json:"last_seen"`
+	// Vendor profile fields (null or "" where the vendor has no such
+	// column or no reading): the raw row index and the human port name.
+	ONUIndex      string     `json:"onu_index"`
+	PortName      string     `json:"port_name"`
+	Name          string     `json:"name"`
+	TxPowerDBm    *float64   `json:"tx_power_dbm"`
+	OLTRxPowerDBm *float64   `json:"olt_rx_power_dbm"`
+	DistanceM     *float64   `json:"distance_m"`
+	TemperatureC  *float64   `json:"temperature_c"`
+	VoltageV      *float64   `json:"voltage_v"`
+	BiasMA        *float64   `json:"bias_ma"`
+	LastDownCause string     `json:"last_down_cause"`
+	LastDownAt    *time.Time `json:"last_down_at"`
+	LastUpAt      *time.Time `json:"last_up_at"`
+	Model         string     `json:"model"`
+	Firmware      string     `json:"firmware"`
+	// RemovedAt: a complete walk of the OLT's ONU table did not find it.
+	RemovedAt *time.Time `json:"removed_at"`
 }
 
 // listONUs lists the ONUs of one OLT from onu_data, ordered by PON and
@@ -141,9 +159,11 @@ func (s *server) listONUs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	spec := listSpec{From: "onu_data", Cols: "pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen",
-		Search: []string{"serial", "description"},
-		Sorts: map[string]string{"pon_index": "pon_index, onu_id", "onu_id": "onu_id", "serial": "serial", "description": "description",
+	spec := listSpec{From: "onu_data", Cols: "pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, " +
+		"onu_index, port_name, name, tx_power_dbm, olt_rx_power_dbm, distance_m, temperature_c, voltage_v, bias_ma, " +
+		"last_down_cause, last_down_at, last_up_at, model, firmware, removed_at",
+		Search: []string{"serial", "description", "port_name", "name"},
+		Sorts: map[string]string{"pon_index": "pon_index, onu_id", "onu_id": "onu_id", "port_name": "port_name", "serial": "serial", "description": "description",
 			"status": "status", "rx_power_dbm": "rx_power_dbm", "first_seen": "first_seen", "last_seen": "last_seen"},
 		DefaultSort: "pon_index, onu_id", TieBreak: "pon_index, onu_id", DefaultLimit: 1000, MaxLimit: 10000}
 	spec.filter("olt_id = $?", olt)
@@ -174,10 +194,19 @@ type executionRow struct {
 	Varbinds    int        `json:"varbinds"`
 	Error       string     `json:"error"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+	// PlacedVarbinds and UnplacedVarbinds: the execution's varbinds the
+	// projector placed in an ONU field, and those it could not (by reason:
+	// bad_index, unknown_column, undecodable, no_value, unknown_field).
+	PlacedVarbinds   int            `json:"placed_varbinds"`
+	UnplacedVarbinds int            `json:"unplaced_varbinds"`
+	UnplacedReasons  map[string]int `json:"unplaced_reasons"`
 }
 
 const executionCols = `id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at,
-	finished_at, duration_ms, varbinds, error, updated_at`
+	finished_at, duration_ms, varbinds, error, updated_at,
+	COALESCE((SELECT p.placed_varbinds FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), 0),
+	COALESCE((SELECT p.unplaced_varbinds FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), 0),
+	COALESCE((SELECT p.unplaced_reasons FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), '{}'::jsonb)`
 
 // listExecutions lists the latest executions, optionally of one OLT, job or
 // status.

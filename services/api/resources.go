@@ -31,8 +31,13 @@ func brandEvent(id string, req brandRequest, prev *streams.BrandUpserted) (strea
 	if err := checkDescription("description", req.Description); err != nil {
 		return ev, err
 	}
-	if !oneOf(req.IndexScheme, IndexSchemes) {
+	switch {
+	case prev != nil && prev.Index != nil && req.IndexScheme == prev.IndexScheme:
+		// A brand made from a vendor profile keeps its index definition.
+	case !oneOf(req.IndexScheme, IndexSchemes):
 		return ev, badField("index_scheme", "index_scheme must be one of %s", strings.Join(IndexSchemes, ", "))
+	default:
+		ev.Index = nil // a built-in scheme replaces a profile's definition
 	}
 	if err := req.SNMP.Validate(); err != nil {
 		return ev, badField("snmp", "snmp: %s", err.Error())

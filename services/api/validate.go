@@ -19,7 +19,7 @@ var IndexSchemes = []string{"pon.onu", "fiberhome"}
 var Kinds = []string{streams.KindDiscovery, streams.KindGet, streams.KindWalk, streams.KindBulkWalk}
 
 // Fields are the ONU fields an OID can feed.
-var Fields = []string{streams.FieldSerial, streams.FieldDescription, streams.FieldStatus, streams.FieldRxPower}
+var Fields = streams.ONUFields()
 
 // Bounds of free text. The read-model columns are Postgres text (no
 // length limit, but no NUL and UTF-8 only); these caps keep rows, events

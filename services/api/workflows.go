@@ -144,8 +144,8 @@ func (s *server) deleteWorkflow(w http.ResponseWriter, r *http.Request) *apiErro
 	return nil
 }
 
-// listWorkflows lists the workflows of the read model, optionally of one
-// OLT.
+// listWorkflows lists the workflows of the read model (q, sort, limit,
+// offset), optionally of one OLT or only enabled/disabled ones.
 func (s *server) listWorkflows(w http.ResponseWriter, r *http.Request) *apiError {
 	type workflow struct {
 		streams.WorkflowUpserted
@@ -155,11 +155,46 @@ func (s *server) listWorkflows(w http.ResponseWriter, r *http.Request) *apiError
 	if aerr != nil {
 		return aerr
 	}
-	out, aerr := listRows[workflow](s, r, `SELECT id, name, olt_id, master_job_id, chain_job_ids, stop_on_failure, enabled, updated_at
-		FROM workflows WHERE NOT deleted AND ($1 = '' OR olt_id = $1) ORDER BY olt_id, name, id`, olt)
+	enabled, aerr := boolParam(r, "enabled")
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "workflows": out})
+	spec := listSpec{From: "workflows", Cols: "id, name, olt_id, master_job_id, chain_job_ids, stop_on_failure, enabled, updated_at",
+		Search:      []string{"id", "name", "olt_id", "master_job_id"},
+		Sorts:       map[string]string{"id": "id", "name": "name", "olt_id": "olt_id", "master_job_id": "master_job_id", "enabled": "enabled", "updated_at": "updated_at"},
+		DefaultSort: "olt_id, name", TieBreak: "id", Where: []string{"NOT deleted"}}
+	if olt != "" {
+		spec.filter("olt_id = $?", olt)
+	}
+	if enabled != nil {
+		spec.filter("enabled = $?", *enabled)
+	}
+	out, pi, aerr := listPage[workflow](s, r, spec)
+	if aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, pi.body("workflows", out, len(out)))
 	return nil
+}
+
+// getWorkflow serves GET /api/v1/workflows/{id} from the configuration
+// stream.
+func (s *server) getWorkflow(w http.ResponseWriter, r *http.Request) *apiError {
+	wf, err := s.existingWorkflow(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, wf)
+	return nil
+}
+
+// enableWorkflow serves POST /api/v1/workflows/{id}/enable and /disable.
+func (s *server) enableWorkflow(w http.ResponseWriter, r *http.Request) *apiError {
+	wf, err := s.existingWorkflow(r)
+	if err != nil {
+		return err
+	}
+	ev := *wf
+	ev.Enabled = strings.HasSuffix(r.URL.Path, "/enable")
+	return s.accepted(w, r, streams.SubjectWorkflow(ev.ID), ev, ev)
 }

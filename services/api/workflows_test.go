@@ -39,6 +39,19 @@ func TestWorkflowResources(t *testing.T) {
 			}
 		})
 	}
+	// One workflow; enable and disable (an operator's actions).
+	if got := f.must("GET", "/api/v1/workflows/wf-a", "", http.StatusOK); got["master_job_id"] != "get-serial" || got["enabled"] != true {
+		t.Fatalf("workflow %v", got)
+	}
+	f.must("GET", "/api/v1/workflows/wf-z", "", http.StatusNotFound)
+	f.must("POST", "/api/v1/workflows/wf-a/disable", "", http.StatusAccepted)
+	if wf := decode[streams.WorkflowUpserted](t, f.last(streams.SubjectWorkflow("wf-a"))); wf.Enabled || len(wf.ChainJobIDs) != 1 {
+		t.Fatalf("disabled workflow %+v", wf)
+	}
+	f.must("POST", "/api/v1/workflows/wf-a/enable", "", http.StatusAccepted)
+	if wf := decode[streams.WorkflowUpserted](t, f.last(streams.SubjectWorkflow("wf-a"))); !wf.Enabled {
+		t.Fatal("not enabled again")
+	}
 	// Disable, then delete.
 	f.must("PUT", "/api/v1/workflows/wf-a", `{"name":"serial then rx","olt_id":"olt-a","master_job_id":"get-serial","chain_job_ids":["get-rx"],"enabled":false}`, http.StatusAccepted)
 	if wf := decode[streams.WorkflowUpserted](t, f.last(streams.SubjectWorkflow("wf-a"))); wf.Enabled {
@@ -57,4 +70,12 @@ func TestWorkflowResources(t *testing.T) {
 	if out["count"] != float64(1) {
 		t.Fatalf("workflows %v", out)
 	}
+	// Search, filters, sort and pages like the other lists.
+	if out := f.must("GET", "/api/v1/workflows?q=B&enabled=true&sort=-name&limit=1&offset=0", "", http.StatusOK); out["total"] != float64(1) || out["limit"] != float64(1) {
+		t.Errorf("workflows searched %v", out)
+	}
+	if out := f.must("GET", "/api/v1/workflows?enabled=false", "", http.StatusOK); out["total"] != float64(0) {
+		t.Errorf("disabled workflows %v", out)
+	}
+	f.must("GET", "/api/v1/workflows?sort=nope", "", http.StatusBadRequest)
 }

@@ -36,6 +36,8 @@ require (
 	golang.org/x/sync v0.24.0
 )
 
+require gopkg.in/yaml.v3 v3.0.1 // indirect
+
 require (
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
@@ -57,7 +59,7 @@ require (
 	github.com/gobwas/pool v0.2.1 // indirect
 	github.com/gobwas/ws v1.4.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
-	github.com/gosnmp/gosnmp v1.47.0 // indirect
+	github.com/gosnmp/gosnmp v1.47.0
 	github.com/huandu/xstrings v1.5.0 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

@@ -20,6 +20,11 @@
 //   - disable.go: consecutive failures per OLT and the auto-disable;
 //   - manual.go: manual runs (node.run_requested from the API);
 //   - report.go: the queue report (KV facho_planner_leader, key queue);
+//   - class.go: the queue class of a dispatch (seed 001: high_priority for
+//     a manual run, retry for attempt > 1, discovery for kind discovery,
+//     polling for the other kinds), the last token of the NodeDue's
+//     subject facho.schedule.due.<olt>.<class>, picking the poller
+//     consumer;
 //   - planner.go: Run: the leader lease, terms, the loop.
 //
 // The loop (one goroutine owns all state): configuration events re-plan at

@@ -101,6 +101,7 @@ func (p *planner) dispatch(ctx context.Context, d DueNode, now time.Time) error 
 	nd := nodeDue(d)
 	nd.DispatchedAt = now.UTC()
 	nd.Attempt = d.Retry + 1
+	nd.Class = QueueClass(nd.Kind, nd.Attempt, d.Manual)
 	id := dueMsgID(d.Key, d.ScheduledAt)
 	if d.Manual {
 		id = streams.MsgID("manual", nd.ExecutionID)
@@ -112,7 +113,7 @@ func (p *planner) dispatch(ctx context.Context, d DueNode, now time.Time) error 
 	b, err := streams.EncodeWithID(id, p.cfg.Source, now, nd)
 	if err == nil && p.batching {
 		var fut jetstream.PubAckFuture
-		fut, err = p.js.PublishAsync(streams.SubjectNodeDue(d.Key.OLTID), b, jetstream.WithMsgID(id))
+		fut, err = p.js.PublishAsync(streams.SubjectNodeDueClass(d.Key.OLTID, nd.Class), b, jetstream.WithMsgID(id))
 		if err == nil {
 			p.queues.Dispatched(d.Key.OLTID, executionIDs(nd)...)
 			p.pending = append(p.pending, pendingDispatch{d: d, nd: nd, fut: fut})
@@ -120,7 +121,7 @@ func (p *planner) dispatch(ctx context.Context, d DueNode, now time.Time) error 
 		}
 	} else if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
-		_, err = p.js.Publish(pctx, streams.SubjectNodeDue(d.Key.OLTID), b, jetstream.WithMsgID(id))
+		_, err = p.js.Publish(pctx, streams.SubjectNodeDueClass(d.Key.OLTID, nd.Class), b, jetstream.WithMsgID(id))
 		cancel()
 	}
 	if err != nil {

@@ -63,13 +63,13 @@ func TestStandbyTakesOverFromADeadLeader(t *testing.T) {
 	}
 	jsA, _ := jetstream.New(ncA)
 	waitA := startReplica(t, ctx, jsA, "planner-a")
-	collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 1 })
+	collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= 1 })
 	waitB := startReplica(t, ctx, env.JS, "planner-b")
 	defer func() { cancel(); waitA(); waitB() }()
 	if h := leaderHolder(t, env.JS); h != "planner-a" {
 		t.Fatalf("leader %q, want planner-a", h)
 	}
-	collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 3 })
+	collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= 3 })
 
 	crashed := time.Now()
 	ncA.Close() // planner-a dies: no renewal, no release
@@ -81,8 +81,8 @@ func TestStandbyTakesOverFromADeadLeader(t *testing.T) {
 			t.Errorf("takeover audit %+v, want previous planner-a", a)
 		}
 	}
-	before := len(collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 3 }))
-	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= before+3 })
+	before := len(collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= 3 }))
+	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= before+3 })
 	var prev streams.NodeDue
 	var firstAfter time.Time
 	for i, d := range dues {

@@ -40,6 +40,7 @@ func nodeDue(d DueNode) streams.NodeDue {
 		OLTID:             d.Key.OLTID,
 		BrandID:           s.BrandID,
 		IndexScheme:       s.IndexScheme,
+		Index:             s.Index,
 		Kind:              s.Kind,
 		Target:            s.Target,
 		OIDs:              s.OIDs,

@@ -105,7 +105,7 @@ func TestRestartedPlannerResumesTheFlight(t *testing.T) {
 
 	waitB := startPlanner(t, ctx, env.JS)
 	defer func() { cancel(); waitB() }()
-	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 3 })
+	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= 3 })
 	var prev streams.NodeDue
 	for i, d := range dues {
 		var nd streams.NodeDue

@@ -186,7 +186,7 @@ func TestPlannerEmitsNodeDue(t *testing.T) {
 	collect(t, env.JS, streams.StreamAudit, streams.SubjectAudit("planner"), func(e []streams.Envelope) bool { return len(e) == 1 })
 	seedConfig(t, env.JS, sealed)
 
-	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 2 })
+	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= 2 })
 	var first, second streams.NodeDue
 	if err := streams.DecodeData(dues[0], &first); err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestTwoPlannersEmitEachRunOnce(t *testing.T) {
 	waitA := startPlanner(t, ctx, env.JS)
 	waitB := startPlanner(t, ctx, env.JS)
 	startFinisher(t, ctx, env.JS, 100*time.Millisecond)
-	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 3 })
+	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= 3 })
 	cancel()
 	waitA()
 	waitB()
@@ -329,7 +329,7 @@ func TestPlannerReactsToIntervalChangeAndOLTDeletion(t *testing.T) {
 	startFinisher(t, ctx, env.JS, 0)
 	waitAudit(t, env.JS, func(ev streams.AuditEvent) bool { return ev.Kind == streams.AuditPlanAdjusted })
 	seedConfig(t, env.JS, "v1:sealed-placeholder")
-	collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 1 })
+	collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= 1 })
 
 	publish(t, env.JS, streams.SubjectJob("get-status"), job(true, 2))
 	waitAudit(t, env.JS, func(ev streams.AuditEvent) bool {

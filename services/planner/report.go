@@ -13,10 +13,10 @@ import (
 
 // Queue classes (seed 001).
 const (
-	classDiscovery = "discovery"
-	classPolling   = "polling"
-	classRetry     = "retry"
-	classHigh      = "high_priority"
+	classDiscovery = streams.ClassDiscovery
+	classPolling   = streams.ClassPolling
+	classRetry     = streams.ClassRetry
+	classHigh      = streams.ClassHigh
 )
 
 // lateBuckets are seed 004's (Zabbix's queue) delay buckets.
@@ -25,18 +25,8 @@ var lateBuckets = []struct {
 	d    time.Duration
 }{{"5s", 5 * time.Second}, {"10s", 10 * time.Second}, {"30s", 30 * time.Second}, {"1m", time.Minute}, {"5m", 5 * time.Minute}, {"10m", 10 * time.Minute}}
 
-func classOf(d DueNode) string {
-	switch {
-	case d.Manual:
-		return classHigh
-	case d.Retry > 0:
-		return classRetry
-	case d.Spec.Kind == streams.KindGet:
-		return classPolling
-	default:
-		return classDiscovery
-	}
-}
+// classOf is the class d will be dispatched in (QueueClass).
+func classOf(d DueNode) string { return QueueClass(d.Spec.Kind, d.Retry+1, d.Manual) }
 
 // Report builds the queue report at now from the waiting nodes.
 func Report(q *Queues, planned int, now time.Time, overloadAt int) streams.QueueReport {

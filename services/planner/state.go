@@ -23,6 +23,7 @@ type NodeSpec struct {
 	JobName           string
 	BrandID           string
 	IndexScheme       string
+	Index             *streams.IndexSpec
 	Kind              string
 	Target            streams.Target
 	OIDs              []streams.OIDSpec
@@ -326,6 +327,7 @@ func (s *state) jobSpec(k NodeKey) (NodeSpec, bool) {
 		JobName:           job.Name,
 		BrandID:           job.BrandID,
 		IndexScheme:       brand.IndexScheme,
+		Index:             brand.Index,
 		Kind:              job.Kind,
 		Target:            streams.Target{Host: olt.IP, Port: olt.Port, CommunityEnc: olt.CommunityEnc},
 		OIDs:              oids,
@@ -351,7 +353,7 @@ func (s *state) jobOIDs(job streams.JobUpserted) []streams.OIDSpec {
 		if !ok || o.BrandID != job.BrandID {
 			continue
 		}
-		oids = append(oids, streams.OIDSpec{ID: o.ID, OID: o.OID, Field: o.Field, Decoder: o.Decoder, IndexSuffix: o.IndexSuffix})
+		oids = append(oids, streams.OIDSpec{ID: o.ID, OID: o.OID, Field: o.Field, Decoder: o.Decoder, IndexSuffix: o.IndexSuffix, Index: o.Index})
 	}
 	s.oidCache[job.ID] = oids
 	return oids

@@ -46,7 +46,7 @@ func TestConfigEventsOffTheirSubjectAreSkipped(t *testing.T) {
 	}()
 	defer func() { cancel(); wg.Wait() }()
 
-	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDue("olt-a"), func(e []streams.Envelope) bool { return len(e) >= 1 })
+	dues := collect(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*"), func(e []streams.Envelope) bool { return len(e) >= 1 })
 	var n streams.NodeDue
 	if err := streams.DecodeData(dues[0], &n); err != nil {
 		t.Fatal(err)

@@ -18,9 +18,14 @@ type Config struct {
 	PollerID string
 	// Source is the envelope source of published events. Default "poller".
 	Source string
-	// Workers is the number of NodeDue handled in parallel (each on its
-	// own OLT, the lease sees to that). Default 4.
+	// Workers is the most NodeDue handled in parallel by the process (each
+	// on its own OLT, the lease sees to that), one execution slot each.
+	// Default (0): the sum of the class concurrencies; a smaller value caps
+	// the process on top of the class limits.
 	Workers int
+	// Classes are the queue classes' limits (seed 001); zero fields take
+	// DefaultClasses.
+	Classes ClassLimits
 	// FetchWait bounds one pull request of an idle worker. Default 1s.
 	FetchWait time.Duration
 	// LeaseBusyDelay is the NAK delay of a NodeDue whose OLT is busy.
@@ -93,16 +98,86 @@ type Config struct {
 	DisableOLTMetrics bool
 }
 
+// ClassLimit is one queue class's share of a poller process.
+type ClassLimit struct {
+	// Concurrency is how many of the class's NodeDue this process runs at
+	// once (its workers on the class's consumer).
+	Concurrency int
+	// Timeout bounds a node of the class whose NodeDue.TimeoutSeconds is
+	// 0; for retry and high, 0 means the timeout of the class of the
+	// node's kind (discovery or polling).
+	Timeout time.Duration
+}
+
+// ClassLimits are the limits of the four classes.
+type ClassLimits struct {
+	Discovery, Polling, Retry, High ClassLimit
+}
+
+// DefaultClasses are seed 001's queues: discovery 2 at a time and 300 s,
+// polling 5 and 60 s; retry and high priority 2 each, with the timeout of
+// the node's kind.
+func DefaultClasses() ClassLimits {
+	return ClassLimits{
+		Discovery: ClassLimit{Concurrency: 2, Timeout: 300 * time.Second},
+		Polling:   ClassLimit{Concurrency: 5, Timeout: 60 * time.Second},
+		Retry:     ClassLimit{Concurrency: 2},
+		High:      ClassLimit{Concurrency: 2},
+	}
+}
+
+// Of is class's limit (the zero limit for an unknown class).
+func (l ClassLimits) Of(class string) ClassLimit {
+	switch class {
+	case streams.ClassDiscovery:
+		return l.Discovery
+	case streams.ClassPolling:
+		return l.Polling
+	case streams.ClassRetry:
+		return l.Retry
+	case streams.ClassHigh:
+		return l.High
+	}
+	return ClassLimit{}
+}
+
+// Total is the sum of the concurrency limits: the slots of a process.
+func (l ClassLimits) Total() int {
+	return l.Discovery.Concurrency + l.Polling.Concurrency + l.Retry.Concurrency + l.High.Concurrency
+}
+
+// timeoutOf is the timeout of a node of kind in class when its NodeDue
+// has none: the class's, else (retry, high, legacy) the kind's class's.
+func (l ClassLimits) timeoutOf(class, kind string) time.Duration {
+	if t := l.Of(class).Timeout; t > 0 {
+		return t
+	}
+	if kind == streams.KindDiscovery {
+		return l.Discovery.Timeout
+	}
+	return l.Polling.Timeout
+}
+
 // WithDefaults fills zero fields.
 func (c Config) WithDefaults() Config {
+	d := DefaultClasses()
+	for _, p := range []struct{ c, d *ClassLimit }{{&c.Classes.Discovery, &d.Discovery}, {&c.Classes.Polling, &d.Polling},
+		{&c.Classes.Retry, &d.Retry}, {&c.Classes.High, &d.High}} {
+		if p.c.Concurrency == 0 {
+			p.c.Concurrency = p.d.Concurrency
+		}
+		if p.c.Timeout == 0 {
+			p.c.Timeout = p.d.Timeout
+		}
+	}
+	if c.Workers == 0 {
+		c.Workers = c.Classes.Total()
+	}
 	if c.PollerID == "" {
 		c.PollerID = "poller-" + uuid.NewString()[:8]
 	}
 	if c.Source == "" {
 		c.Source = "poller"
-	}
-	if c.Workers == 0 {
-		c.Workers = 4
 	}
 	if c.FetchWait == 0 {
 		c.FetchWait = time.Second
@@ -182,7 +257,14 @@ func (c Config) Validate() error {
 		}
 	}
 	check(streams.ValidID(c.PollerID), "poller id %q: want letters, digits, _ and - (at most 64)", c.PollerID)
-	check(c.Workers >= 1 && c.Workers <= 1024, "workers %d: want 1..1024", c.Workers)
+	for _, cl := range streams.Classes() {
+		l := c.Classes.Of(cl)
+		check(l.Concurrency >= 1 && l.Concurrency <= 256, "class %s concurrency %d: want 1..256", cl, l.Concurrency)
+		check(l.Timeout >= 0 && l.Timeout <= 24*time.Hour, "class %s timeout %s: want 0..24h", cl, l.Timeout)
+	}
+	check(c.Classes.Discovery.Timeout >= time.Second, "class discovery timeout %s: want at least 1s", c.Classes.Discovery.Timeout)
+	check(c.Classes.Polling.Timeout >= time.Second, "class polling timeout %s: want at least 1s", c.Classes.Polling.Timeout)
+	check(c.Workers >= 1 && c.Workers <= 1024, "workers %d (the sum of the class concurrencies): want 1..1024", c.Workers)
 	check(c.FetchWait >= 10*time.Millisecond, "fetch wait %s: want at least 10ms", c.FetchWait)
 	check(c.LeaseBusyDelay > 0, "lease busy delay %s: want > 0", c.LeaseBusyDelay)
 	check(c.TransientDelay > 0, "transient delay %s: want > 0", c.TransientDelay)

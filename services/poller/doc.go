@@ -1,7 +1,15 @@
 // Package poller takes NodeDue events, holds the OLT's lease, runs the SNMP
 // work and publishes raw varbind batches and the execution's lifecycle.
 //
-// One NodeDue, from the durable pull consumer streams.ConsumerPoller:
+// Queue classes (seed 001): NodeDue come from one durable pull consumer per
+// class (streams.ConsumerPollerClass: discovery, polling, retry,
+// high_priority), each served by as many workers as the class's
+// Config.Classes concurrency, so one class at its limit never holds back
+// another; a node without a timeout gets its class's (ClassLimits). The
+// polling workers also drain the pre-class durable streams.ConsumerPoller
+// (NodeDue published on facho.schedule.due.<olt> before classes).
+//
+// One NodeDue, from its class's consumer:
 //
 //  1. Decode; a malformed one goes to facho.dlq.poller (pkg/deadletter).
 //  2. Stale (now > DispatchedAt (or ScheduledAt) + interval, see isStale):
@@ -65,7 +73,8 @@
 // saying which attempt), except work interrupted by this poller's shutdown,
 // which is NAKed for another poller.
 //
-// Stats (stats.go): each of the Config.Workers execution slots is one of
+// Stats (stats.go): each execution slot (one per unit of each class's
+// concurrency, labelled with the class) is one of
 // seed 004's pollers, FREE or BUSY while it runs a node under the lease;
 // the process writes their state (streams.PollerProcess) to the KV bucket
 // streams.BucketPollers, which the API serves as GET /api/v1/pollers/ and

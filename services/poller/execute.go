@@ -58,7 +58,7 @@ func (p *poller) handle(work context.Context, msg jetstream.Msg) {
 	l, err := p.acquire(work, node)
 	if errors.Is(err, lease.ErrHeld) {
 		p.metrics.leaseBusy.Inc()
-		if meta.NumDelivered >= streams.PollerMaxDeliveries || (p.maxDeliver > 0 && meta.NumDelivered >= uint64(p.maxDeliver)) {
+		if meta.NumDelivered >= streams.PollerMaxDeliveries || (p.maxDeliver[meta.Consumer] > 0 && meta.NumDelivered >= uint64(p.maxDeliver[meta.Consumer])) {
 			// The last delivery: rather than a dead letter (later), end
 			// the execution as skipped, which the planner reads as the
 			// end of the OLT's flight.
@@ -288,7 +288,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		p.metrics.executions.WithLabelValues(resultSuccess).Inc()
 		ex.result = resultSuccess
 		ex.outcome = outcomeSuccess
-		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Int("pdu_retries", ex.pduRetries.count()).Dur("duration", dur).Msg("execution succeeded")
+		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Int("pdu_retries", ex.pduRetries.count()).Dur("duration_ms", dur).Msg("execution succeeded")
 		return false, 0
 	}
 
@@ -305,7 +305,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		p.metrics.executions.WithLabelValues(string(cause)).Inc()
 		ex.result = string(cause)
 		ex.outcome = outcomeInterrupted
-		ex.log.Warn().Str("reason", opErr.Error()).Dur("duration", dur).Msg("execution interrupted by the planner")
+		ex.log.Warn().Str("reason", opErr.Error()).Dur("duration_ms", dur).Msg("execution interrupted by the planner")
 		return false, 0
 	}
 
@@ -343,7 +343,7 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 		return CauseConfig, fmt.Errorf("open community of olt %s: %w", node.OLTID, err)
 	}
 	ex.community = community
-	timeout := p.cfg.NodeTimeout
+	timeout := p.cfg.Classes.timeoutOf(node.Class, node.Kind)
 	if node.TimeoutSeconds > 0 {
 		timeout = time.Duration(node.TimeoutSeconds) * time.Second
 	}
@@ -431,7 +431,7 @@ func (ex *execution) flush(ctx context.Context, last bool) error {
 	n := ex.batches + 1
 	err := ex.publish(ctx, streams.SubjectVarbinds(node.OLTID), n, streams.VarbindBatch{
 		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, BrandID: node.BrandID,
-		IndexScheme: node.IndexScheme, LeaseRevision: ex.lease.Revision(), Batch: n, Columns: node.OIDs,
+		IndexScheme: node.IndexScheme, Index: node.Index, LeaseRevision: ex.lease.Revision(), Batch: n, Columns: node.OIDs,
 		CollectedAt: time.Now().UTC(), Varbinds: ex.pending, Last: last,
 	})
 	if err != nil {

@@ -19,14 +19,21 @@ import (
 // "discovered" for each ONU of onus.
 func (e *testEnv) publishDiscovered(t testing.TB, olt string, onus []oltsim.ONU) {
 	t.Helper()
+	e.publishChange(t, olt, streams.ONUDiscovered, onus)
+}
+
+// publishChange publishes, as the projector does, onu.changed of kind
+// change for each ONU of onus.
+func (e *testEnv) publishChange(t testing.TB, olt, change string, onus []oltsim.ONU) {
+	t.Helper()
 	for _, o := range onus {
-		ev := streams.ONUChanged{OLTID: olt, PonIndex: o.PonIndex, ONUID: int64(o.ID), Change: streams.ONUDiscovered,
+		ev := streams.ONUChanged{OLTID: olt, PonIndex: o.PonIndex, ONUID: int64(o.ID), Change: change,
 			Current: streams.ONUState{Serial: o.Serial}, ExecutionID: "discovery", ObservedAt: time.Now().UTC()}
 		b, err := streams.Encode("test", time.Now(), ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.publishRaw(t, streams.SubjectONU(olt, streams.ONUDiscovered), b)
+		e.publishRaw(t, streams.SubjectONU(olt, change), b)
 	}
 }
 
@@ -148,6 +155,20 @@ func TestGetReadsEveryDiscoveredONU(t *testing.T) {
 	got = e.runGet(t, "olt-a", "exec-get-2", huaweiColumns[:1], streams.SNMPTuning{})
 	if got.succeeded.ONUs != len(all) || len(got.varbinds) != len(all) {
 		t.Errorf("second get read %d varbinds of %d ONUs, want %d", len(got.varbinds), got.succeeded.ONUs, len(all))
+	}
+
+	// ONUs a complete walk found removed are no longer read; one
+	// discovered again is.
+	e.publishChange(t, "olt-a", streams.ONURemoved, all[:3])
+	e.publishDiscovered(t, "olt-a", all[:1])
+	got = e.runGet(t, "olt-a", "exec-get-3", huaweiColumns[:1], streams.SNMPTuning{})
+	if got.succeeded.ONUs != len(all)-2 || len(got.varbinds) != len(all)-2 {
+		t.Errorf("get after removals read %d varbinds of %d ONUs, want %d", len(got.varbinds), got.succeeded.ONUs, len(all)-2)
+	}
+	for _, o := range all[1:3] {
+		if _, read := got.varbinds[huaweiColumns[0].OID+"."+o.Index]; read {
+			t.Errorf("removed onu %s read", o.Index)
+		}
 	}
 }
 

@@ -80,7 +80,11 @@ func (p *poller) discoveredONUs(ctx context.Context, node streams.NodeDue) ([]on
 			p.log.Warn().Err(err).Str("key", key).Msg("store onu set")
 		}
 	}
-	return instances(node.IndexScheme, set)
+	spec, err := streams.ResolveIndex(node.IndexScheme, node.Index)
+	if err != nil {
+		return nil, err
+	}
+	return instances(spec, set)
 }
 
 // foldDiscovered adds to set the discovered events of olt after set.Seq.
@@ -99,7 +103,9 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 	}
 	set.StreamCreated = info.Created
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{streams.SubjectONU(olt, streams.ONUDiscovered)},
+		// removed: a complete walk did not find the ONU (a get stops
+		// reading it); found again, it is discovered again.
+		FilterSubjects: []string{streams.SubjectONU(olt, streams.ONUDiscovered), streams.SubjectONU(olt, streams.ONURemoved)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	}
 	if set.Seq > 0 {
@@ -138,7 +144,14 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 			}
 			pon := strconv.FormatInt(ev.PonIndex, 10)
 			ids := set.PONs[pon]
-			if i, found := slices.BinarySearch(ids, ev.ONUID); !found {
+			i, found := slices.BinarySearch(ids, ev.ONUID)
+			switch {
+			case ev.Change == streams.ONURemoved && found:
+				set.PONs[pon] = slices.Delete(ids, i, i+1)
+				if len(set.PONs[pon]) == 0 {
+					delete(set.PONs, pon)
+				}
+			case ev.Change != streams.ONURemoved && !found:
 				set.PONs[pon] = slices.Insert(ids, i, ev.ONUID)
 			}
 			added++
@@ -159,7 +172,7 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 }
 
 // instances lists the ONUs of set with their row index in scheme.
-func instances(scheme string, set streams.ONUSet) ([]onuInstance, error) {
+func instances(scheme streams.IndexSpec, set streams.ONUSet) ([]onuInstance, error) {
 	var out []onuInstance
 	for ponText, ids := range set.PONs {
 		pon, err := strconv.ParseInt(ponText, 10, 64)
@@ -167,7 +180,7 @@ func instances(scheme string, set streams.ONUSet) ([]onuInstance, error) {
 			return nil, fmt.Errorf("onu set: pon %q: %w", ponText, err)
 		}
 		for _, id := range ids {
-			idx, err := rowIndex(scheme, pon, id)
+			idx, err := scheme.Format(pon, id)
 			if err != nil {
 				return nil, err
 			}
@@ -181,21 +194,6 @@ func instances(scheme string, set streams.ONUSet) ([]onuInstance, error) {
 		return out[i].onu < out[j].onu
 	})
 	return out, nil
-}
-
-// rowIndex is the inverse of the projector's ParseIndex: the row index
-// naming ONU onu of PON pon.
-func rowIndex(scheme string, pon, onu int64) (string, error) {
-	switch scheme {
-	case streams.IndexSchemePonONU:
-		return strconv.FormatInt(pon, 10) + "." + strconv.FormatInt(onu, 10), nil
-	case streams.IndexSchemeFiberhome:
-		// pon keeps the slot and pon bits (19 and up), the ONU id is bits
-		// 8..18.
-		return strconv.FormatInt(pon|onu<<8, 10), nil
-	default:
-		return "", fmt.Errorf("index scheme %q: no row index for a get", scheme)
-	}
 }
 
 // oltKV opens streams.BucketOLTSNMP once.

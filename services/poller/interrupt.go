@@ -86,6 +86,7 @@ func (p *poller) startInterrupts(ctx context.Context, reg prometheus.Registerer)
 	if err := reg.Register(in.count); err != nil {
 		return nil, fmt.Errorf("register poller interrupt metrics: %w", err)
 	}
+	p.interrupts = in
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)

@@ -51,11 +51,15 @@ type poller struct {
 	// get (getonus.go).
 	oltKVMu     sync.Mutex
 	oltKVBucket jetstream.KeyValue
-	// maxDeliver is the consumer's MaxDeliver (<= 0: unlimited): the last
-	// delivery of a NodeDue whose OLT is busy ends it as skipped.
-	maxDeliver int
+	// maxDeliver is each poller consumer's MaxDeliver by name (<= 0:
+	// unlimited): the last delivery of a NodeDue whose OLT is busy ends it
+	// as skipped.
+	maxDeliver map[string]int
 	// cancels follows the planner's cancellations (facho_cancel).
 	cancels *cancels
+	// interrupts ends attempts whose lease expired (interrupt.go); nil
+	// until started.
+	interrupts *interrupts
 }
 
 // Run takes NodeDue from the poller consumer until ctx ends, then stops
@@ -90,9 +94,25 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	cons, err := deps.JS.Consumer(ctx, streams.StreamSchedule, streams.ConsumerPoller)
+	// One consumer per queue class, plus the pre-class durable that the
+	// polling slots drain (streams.SubjectNodeDue).
+	classCons := make(map[string]jetstream.Consumer, len(streams.Classes()))
+	for _, c := range streams.Classes() {
+		name := streams.ConsumerPollerClass(c)
+		cons, err := deps.JS.Consumer(ctx, streams.StreamSchedule, name)
+		if err != nil {
+			return fmt.Errorf("poller consumer %s/%s: %w", streams.StreamSchedule, name, err)
+		}
+		classCons[c] = cons
+	}
+	legacy, err := deps.JS.Consumer(ctx, streams.StreamSchedule, streams.ConsumerPoller)
 	if err != nil {
 		return fmt.Errorf("poller consumer %s/%s: %w", streams.StreamSchedule, streams.ConsumerPoller, err)
+	}
+	cons := classCons[streams.ClassPolling]
+	maxDeliver := map[string]int{streams.ConsumerPoller: legacy.CachedInfo().Config.MaxDeliver}
+	for _, c := range classCons {
+		maxDeliver[c.CachedInfo().Config.Durable] = c.CachedInfo().Config.MaxDeliver
 	}
 	if cfg.ProgressInterval == 0 {
 		// Heartbeat three times per AckWait so one lost heartbeat does not
@@ -118,7 +138,7 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	p := &poller{
 		cfg: cfg, js: deps.JS, box: deps.Box, retry: retry, leases: leases, exec: exec, metrics: m, stats: stats,
-		maxBatchBytes: batchByteBudget(deps.JS), maxDeliver: cons.CachedInfo().Config.MaxDeliver,
+		maxBatchBytes: batchByteBudget(deps.JS), maxDeliver: maxDeliver,
 		log: log, cancels: cancels,
 	}
 	// Executions of dead pollers end INTERRUPTED (interrupt.go).
@@ -133,10 +153,10 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 		return err
 	}
 	defer stopStats()
-	return p.run(ctx, cons)
+	return p.run(ctx, classCons, legacy)
 }
 
-func (p *poller) run(ctx context.Context, cons jetstream.Consumer) error {
+func (p *poller) run(ctx context.Context, classCons map[string]jetstream.Consumer, legacy jetstream.Consumer) error {
 	// Operations run on work, not ctx: shutdown first stops fetching, then
 	// waits ShutdownGrace before cancelling what is still running.
 	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -146,15 +166,27 @@ func (p *poller) run(ctx context.Context, cons jetstream.Consumer) error {
 	if err := p.cancels.watch(work); err != nil {
 		return err
 	}
+	// Each class has its own workers on its own consumer: a class at its
+	// limit leaves the others' messages to their workers. slots caps the
+	// process (Config.Workers) on top of the class limits.
+	slots := make(chan struct{}, p.cfg.Workers)
 	var wg sync.WaitGroup
-	for i := 0; i < p.cfg.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.worker(ctx, work, cons)
-		}()
+	for _, class := range streams.Classes() {
+		for i := 0; i < p.cfg.Classes.Of(class).Concurrency; i++ {
+			var extra jetstream.Consumer
+			if class == streams.ClassPolling {
+				extra = legacy // pre-class NodeDue: polling slots drain them
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.worker(ctx, work, class, classCons[class], extra, slots)
+			}()
+		}
 	}
-	p.log.Info().Int("workers", p.cfg.Workers).Dur("lease_ttl", p.leases.TTL()).Msg("poller started")
+	p.log.Info().Int("workers", p.cfg.Workers).Int("discovery", p.cfg.Classes.Discovery.Concurrency).
+		Int("polling", p.cfg.Classes.Polling.Concurrency).Int("retry", p.cfg.Classes.Retry.Concurrency).
+		Int("high", p.cfg.Classes.High.Concurrency).Dur("lease_ttl_ms", p.leases.TTL()).Msg("poller started")
 	<-ctx.Done()
 
 	done := make(chan struct{})
@@ -164,7 +196,7 @@ func (p *poller) run(ctx context.Context, cons jetstream.Consumer) error {
 	select {
 	case <-done:
 	case <-grace.C:
-		p.log.Warn().Dur("grace", p.cfg.ShutdownGrace).Msg("cancelling in-flight operations")
+		p.log.Warn().Dur("grace_ms", p.cfg.ShutdownGrace).Msg("cancelling in-flight operations")
 		cancelWork(errShutdown)
 		<-done
 	}
@@ -172,33 +204,81 @@ func (p *poller) run(ctx context.Context, cons jetstream.Consumer) error {
 	return nil
 }
 
-// worker pulls one NodeDue at a time: no prefetch, so the AckWait clock of
-// a NodeDue starts only when a worker is free to run it.
-func (p *poller) worker(ctx, work context.Context, cons jetstream.Consumer) {
+// worker pulls one NodeDue at a time of its class: no prefetch, so the
+// AckWait clock of a NodeDue starts only when a worker is free to run it.
+// extra, when set (the pre-class consumer), is asked first without waiting.
+// A NodeDue runs once it holds one of slots, the process's cap
+// (Config.Workers; never waited on with the default cap, the sum of the
+// class limits).
+func (p *poller) worker(ctx, work context.Context, class string, cons, extra jetstream.Consumer, slots chan struct{}) {
 	for ctx.Err() == nil {
-		fctx, cancel := context.WithTimeout(ctx, p.cfg.FetchWait)
-		batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
-		if err != nil {
-			cancel()
-			if ctx.Err() != nil {
-				return
-			}
-			p.log.Warn().Err(err).Msg("fetch node due")
-			sleep(ctx, p.cfg.FetchWait)
+		if extra != nil && p.fetchRun(ctx, work, class, extra, true, slots) {
 			continue
 		}
-		for msg := range batch.Messages() {
-			start := time.Now()
-			p.metrics.busy.Add(1)
-			p.handle(work, msg)
-			p.metrics.busy.Add(-1)
-			p.metrics.busySeconds.Add(time.Since(start).Seconds())
-		}
-		err = batch.Error()
-		cancel()
-		if err != nil && ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
-			p.log.Warn().Err(err).Msg("fetch node due")
+		p.fetchRun(ctx, work, class, cons, false, slots)
+	}
+}
+
+// fetchRun fetches at most one NodeDue from cons (waiting up to
+// FetchWait unless noWait) and runs it under a slot; it tells whether one
+// came.
+func (p *poller) fetchRun(ctx, work context.Context, class string, cons jetstream.Consumer, noWait bool, slots chan struct{}) bool {
+	fctx, cancel := context.WithTimeout(ctx, p.cfg.FetchWait)
+	defer cancel()
+	var batch jetstream.MessageBatch
+	var err error
+	if noWait {
+		batch, err = cons.FetchNoWait(1)
+	} else {
+		batch, err = cons.Fetch(1, jetstream.FetchContext(fctx))
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn().Err(err).Str("class", class).Msg("fetch node due")
 			sleep(ctx, p.cfg.FetchWait)
+		}
+		return false
+	}
+	got := false
+	for msg := range batch.Messages() {
+		got = true
+		if !p.takeSlot(ctx, msg, slots) {
+			_ = msg.Nak() // stopping: another poller takes it
+			continue
+		}
+		start := time.Now()
+		p.metrics.busy.Add(1)
+		p.handle(work, msg)
+		p.metrics.busy.Add(-1)
+		p.metrics.busySeconds.Add(time.Since(start).Seconds())
+		<-slots
+	}
+	err = batch.Error()
+	if err != nil && ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+		p.log.Warn().Err(err).Str("class", class).Msg("fetch node due")
+		sleep(ctx, p.cfg.FetchWait)
+	}
+	return got
+}
+
+// takeSlot waits for a free slot of the process's cap, marking msg in
+// progress meanwhile so it is not redelivered; false if ctx ends first.
+func (p *poller) takeSlot(ctx context.Context, msg jetstream.Msg, slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	tick := time.NewTicker(p.cfg.ProgressInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+			_ = msg.InProgress()
 		}
 	}
 }

@@ -43,18 +43,15 @@ const longHexDump = 16
 //     community when the text has it there);
 //   - raw packet bytes: a hex dump of 16 digits or more, or a shorter one
 //     that holds the community's bytes, and a []byte dump that holds them;
-//   - the community anywhere else, only when it is distinctive: at least 8
-//     characters mixing letters, digits or symbols, which no word of an
-//     error text matches by chance. A word ("public", "timeout") or a short
-//     value found elsewhere is left alone: nothing but the places above
-//     quotes a community, so it is that word, not the community.
+//
+// The community found anywhere else is left alone, however distinctive:
+// nothing but the places above quotes a community, so it is some other
+// text that happens to hold it (an OLT id, a description), and replacing
+// it there would mangle that text and reveal the community.
 func scrubCommunity(s, community string) string {
 	s = scrubKeyed(s, community)
 	s = scrubHexDumps(s, community)
 	s = scrubByteLists(s, community)
-	if distinctive(community) {
-		s = strings.ReplaceAll(s, community, redactedMark)
-	}
 	return s
 }
 
@@ -164,31 +161,4 @@ func scrubByteLists(s, community string) string {
 		}
 		return list
 	})
-}
-
-// distinctive says whether a community is unlike any word of an error
-// text: 8 characters or more, of at least two classes among letters,
-// digits and other characters.
-func distinctive(community string) bool {
-	if len(community) < 8 {
-		return false
-	}
-	var letter, digit, other bool
-	for _, r := range community {
-		switch {
-		case unicode.IsLetter(r):
-			letter = true
-		case unicode.IsDigit(r):
-			digit = true
-		default:
-			other = true
-		}
-	}
-	classes := 0
-	for _, c := range []bool{letter, digit, other} {
-		if c {
-			classes++
-		}
-	}
-	return classes >= 2
 }

@@ -57,6 +57,15 @@ func busyReason(deliveries uint64) string {
 func (p *poller) skip(work context.Context, msg jetstream.Msg, node streams.NodeDue, now time.Time, reason string, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
 	defer cancel()
+	if p.interrupts != nil {
+		// An earlier attempt of this execution may have started and lost
+		// its lease without a terminal event (its poller could not
+		// publish, or died): end it now rather than at the next sweep, so
+		// the execution does not stay RUNNING behind the skip.
+		if _, err := p.interrupts.checkOLT(ctx, node.OLTID, node.ScheduledAt.Add(-interruptSlack), time.Time{}); err != nil {
+			log.Warn().Err(err).Msg("check open attempts before skipping")
+		}
+	}
 	id := streams.MsgID(node.ExecutionID, streams.PhaseSkipped)
 	subject := streams.SubjectExec(node.OLTID, streams.PhaseSkipped)
 	b, err := streams.EncodeWithID(id, p.cfg.Source, now, streams.ExecutionSkipped{

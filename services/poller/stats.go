@@ -16,9 +16,10 @@ import (
 )
 
 // Poller stats (seed 004). A "poller" in seed 004's sense is an execution
-// slot: a poller process has Config.Workers of them, each FREE or BUSY
-// (running one node under its OLT's lease). A node takes the lowest free
-// slot, as seed 004's PollerManager hands a node to a free poller; so under
+// slot: a poller process has one per unit of each queue class's
+// concurrency (the sum of the class limits), each labelled with its class
+// and FREE or BUSY (running one node under its OLT's lease). A node takes
+// the lowest free slot of its class, as seed 004's PollerManager hands a node to a free poller; so under
 // a light load the first slots do the work and the last ones stay FREE,
 // which shows how many slots the load needs.
 //
@@ -42,6 +43,9 @@ const saturatedPercent = 75.0
 
 // slotState is one execution slot.
 type slotState struct {
+	// class is the queue class whose nodes the slot runs ("" in a stats
+	// built without classes: any).
+	class     string
 	busy      bool
 	busySince time.Time
 	node      streams.NodeDue
@@ -94,6 +98,16 @@ func newPollerStats(cfg Config, reg prometheus.Registerer, now func() time.Time,
 		started: now(), slots: make([]slotState, cfg.Workers),
 		changed: make(chan struct{}, 1),
 	}
+	if cfg.Classes.Total() > 0 {
+		// One slot per unit of each class's concurrency, in class order:
+		// the slots are the sum of the class limits.
+		s.slots = s.slots[:0]
+		for _, c := range streams.Classes() {
+			for range cfg.Classes.Of(c).Concurrency {
+				s.slots = append(s.slots, slotState{class: c})
+			}
+		}
+	}
 	constLabels := prometheus.Labels{"poller_id": cfg.PollerID}
 	s.delayedTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "facho_poller_tasks_delayed_total", ConstLabels: constLabels,
@@ -130,9 +144,11 @@ func newPollerStats(cfg Config, reg prometheus.Registerer, now func() time.Time,
 	return s, nil
 }
 
-// begin puts node on the lowest free slot (BUSY) and returns the slot.
-// With every slot busy (more concurrent nodes than Config.Workers, which
-// the workers do not allow) it adds one.
+// begin puts node on the lowest free slot of its class (BUSY) and returns
+// the slot; a node without a valid class (published before classes) runs
+// in a polling slot, as the polling workers drain those. With every slot
+// of the class busy (more concurrent nodes than its limit, which the
+// workers do not allow) it adds one.
 func (s *pollerStats) begin(node streams.NodeDue) int {
 	if s == nil {
 		return -1
@@ -140,12 +156,16 @@ func (s *pollerStats) begin(node streams.NodeDue) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	class := node.Class
+	if !streams.ValidClass(class) {
+		class = streams.ClassPolling
+	}
 	i := 0
-	for i < len(s.slots) && s.slots[i].busy {
+	for i < len(s.slots) && (s.slots[i].busy || (s.slots[i].class != "" && s.slots[i].class != class)) {
 		i++
 	}
 	if i == len(s.slots) {
-		s.slots = append(s.slots, slotState{})
+		s.slots = append(s.slots, slotState{class: class})
 	}
 	sl := &s.slots[i]
 	sl.busy, sl.busySince, sl.node = true, now, node
@@ -282,7 +302,7 @@ func (s *pollerStats) snapshot() streams.PollerProcess {
 		sl := &s.slots[i]
 		busy := sl.busyAt(now)
 		ps := streams.PollerState{
-			PollerID: s.process + "." + strconv.Itoa(i), ProcessID: s.process, Host: s.host, Slot: i,
+			PollerID: s.process + "." + strconv.Itoa(i), ProcessID: s.process, Host: s.host, Slot: i, Class: sl.class,
 			Status:   streams.PollerFree,
 			BusyTime: busy.Seconds(), TotalTime: total.Seconds(),
 			BusyPercentage:           s.slotPercent(i, now, b),

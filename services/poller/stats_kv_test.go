@@ -19,7 +19,8 @@ import (
 // and the permissions: services/facho/integration.)
 func TestPollerPublishesItsState(t *testing.T) {
 	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("slow", oltsim.Faults{Latency: 100 * time.Millisecond}))
-	stop, _ := e.startPoller(t, Config{PollerID: "p1", Workers: 2, StatsEvery: 200 * time.Millisecond})
+	one := ClassLimit{Concurrency: 1}
+	stop, _ := e.startPoller(t, Config{PollerID: "p1", Classes: ClassLimits{Discovery: one, Polling: one, Retry: one, High: one}, StatsEvery: 200 * time.Millisecond})
 	kv, err := e.JS.KeyValue(e.ctx, streams.BucketPollers)
 	if err != nil {
 		t.Fatal(err)
@@ -47,25 +48,48 @@ func TestPollerPublishesItsState(t *testing.T) {
 		t.Fatalf("%s: last state %+v", what, last)
 		return last
 	}
-	waitState("two FREE slots", func(p streams.PollerProcess) bool {
-		return len(p.Pollers) == 2 && p.Pollers[0].Status == streams.PollerFree && p.Pollers[1].Status == streams.PollerFree
+	// One slot per class, labelled; a NodeDue without class runs in the
+	// polling slot.
+	first := waitState("four FREE slots", func(p streams.PollerProcess) bool {
+		if len(p.Pollers) != 4 {
+			return false
+		}
+		for _, s := range p.Pollers {
+			if s.Status != streams.PollerFree {
+				return false
+			}
+		}
+		return true
 	})
+	slot, other := -1, -1
+	classes := map[string]bool{}
+	for i, s := range first.Pollers {
+		classes[s.Class] = true
+		if s.Class == streams.ClassPolling {
+			slot = i
+		} else {
+			other = i
+		}
+	}
+	if len(classes) != 4 || slot < 0 {
+		t.Fatalf("slot classes %v, want one slot of each class", classes)
+	}
 
 	n := e.nodeDue("slow", "e1", "job-walk")
 	e.publishNodeDue(t, n)
-	p := waitState("slot 0 BUSY with the node", func(p streams.PollerProcess) bool {
-		s := p.Pollers[0]
+	p := waitState("the polling slot BUSY with the node", func(p streams.PollerProcess) bool {
+		s := p.Pollers[slot]
 		return s.Status == streams.PollerBusy && s.CurrentNodeID != nil && *s.CurrentNodeID == n.NodeID
 	})
-	s0 := p.Pollers[0]
-	if *s0.CurrentOLTID != "slow" || *s0.CurrentExecutionID != "e1" || s0.BusySince == nil || p.Pollers[1].Status != streams.PollerFree {
+	s0 := p.Pollers[slot]
+	if *s0.CurrentOLTID != "slow" || *s0.CurrentExecutionID != "e1" || s0.BusySince == nil || p.Pollers[other].Status != streams.PollerFree {
 		t.Fatalf("busy state: %+v", p)
 	}
-	p = waitState("slot 0 FREE with the task completed", func(p streams.PollerProcess) bool {
-		return p.Pollers[0].Status == streams.PollerFree && p.Pollers[0].TasksCompleted == 1
+	p = waitState("the polling slot FREE with the task completed", func(p streams.PollerProcess) bool {
+		return p.Pollers[slot].Status == streams.PollerFree && p.Pollers[slot].TasksCompleted == 1
 	})
-	if s := p.Pollers[0]; s.CurrentNodeID != nil || s.BusyTime <= 0 || s.BusyTime > s.TotalTime || s.TasksFailed != 0 || s.TasksDelayed != 0 ||
-		s.PollerID != "p1.0" || p.ProcessID != "p1" {
+	if s := p.Pollers[slot]; s.CurrentNodeID != nil || s.BusyTime <= 0 || s.BusyTime > s.TotalTime || s.TasksFailed != 0 || s.TasksDelayed != 0 ||
+		s.PollerID != fmt.Sprintf("p1.%d", slot) || p.ProcessID != "p1" {
 		t.Fatalf("after the walk: %s", fmt.Sprintf("%+v", s))
 	}
 	stop()

@@ -64,6 +64,15 @@ func TestConfigValidate(t *testing.T) {
 		{"negative pdu backoff", func(c *Config) { c.PDUBackoff = -time.Second }, false},
 		{"negative pdu budget means none", func(c *Config) { c.PDURetryBudget = -1 }, true},
 		{"huge pdu budget", func(c *Config) { c.PDURetryBudget = 2000000 }, false},
+		{"class concurrency default", func(c *Config) { c.Classes.Polling.Concurrency = 0 }, true},
+		{"negative discovery concurrency", func(c *Config) { c.Classes.Discovery.Concurrency = -1 }, false},
+		{"huge polling concurrency", func(c *Config) { c.Classes.Polling.Concurrency = 257 }, false},
+		{"retry concurrency 256", func(c *Config) { c.Classes.Retry.Concurrency = 256 }, true},
+		{"negative high timeout", func(c *Config) { c.Classes.High.Timeout = -time.Second }, false},
+		{"sub-second discovery timeout", func(c *Config) { c.Classes.Discovery.Timeout = time.Millisecond }, false},
+		{"day-long polling timeout", func(c *Config) { c.Classes.Polling.Timeout = 25 * time.Hour }, false},
+		{"retry timeout of its own", func(c *Config) { c.Classes.Retry.Timeout = 90 * time.Second }, true},
+		{"process cap under the class sum", func(c *Config) { c.Workers = 3 }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c Config
@@ -74,10 +83,30 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	if d := (Config{}).WithDefaults(); d.Workers != 4 || d.LeaseBusyDelay != time.Second || d.SNMPTimeout != 2*time.Second ||
+	if d := (Config{}).WithDefaults(); d.Workers != 11 || d.Classes != DefaultClasses() || d.LeaseBusyDelay != time.Second || d.SNMPTimeout != 2*time.Second ||
 		d.SNMPRetries != 1 || d.MaxRepetitions != 10 || d.BatchSize != 500 || d.NodeTimeout != 60*time.Second || d.PollerID == "" ||
 		d.PDURetries != 4 || d.PDUBackoff != 250*time.Millisecond || d.PDURetryBudget != 100 {
 		t.Fatalf("defaults %+v", d)
+	}
+}
+
+func TestClassTimeout(t *testing.T) {
+	l := (Config{Classes: ClassLimits{Retry: ClassLimit{Timeout: 90 * time.Second}}}).WithDefaults().Classes
+	for _, tc := range []struct {
+		class, kind string
+		want        time.Duration
+	}{
+		{streams.ClassDiscovery, streams.KindDiscovery, 300 * time.Second},
+		{streams.ClassPolling, streams.KindGet, 60 * time.Second},
+		{streams.ClassHigh, streams.KindDiscovery, 300 * time.Second}, // high: the kind's class
+		{streams.ClassHigh, streams.KindWalk, 60 * time.Second},
+		{streams.ClassRetry, streams.KindDiscovery, 90 * time.Second}, // retry: its own when set
+		{"", streams.KindDiscovery, 300 * time.Second},                // pre-class NodeDue
+		{"", streams.KindBulkWalk, 60 * time.Second},
+	} {
+		if got := l.timeoutOf(tc.class, tc.kind); got != tc.want {
+			t.Errorf("timeout of class %q kind %q = %s, want %s", tc.class, tc.kind, got, tc.want)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/facho-olt/facho/streams"
@@ -34,6 +35,15 @@ type ONUFields struct {
 	Status      *string
 	RxPowerSet  bool
 	RxPowerDBm  *float64
+	// Index is the ONU's row index and PortName its human name, from the
+	// batch's index scheme ("" when no column of that scheme was read).
+	Index    string
+	PortName string
+	// The vendor profile fields (issue 9): a key present means the batch
+	// read the field; a nil value is "no reading" (stored as NULL).
+	Text map[string]string
+	Num  map[string]*float64
+	Time map[string]*time.Time
 	// RxGone: the Rx power was read as NoSuchInstance (a get asked for
 	// the ONU's optical row and the OLT has none: FiberHome and V-SOL drop
 	// it for an offline ONU), so a stored reading is cleared; alone it
@@ -44,7 +54,7 @@ type ONUFields struct {
 // onlyRxGone says the batch knows nothing of the ONU but that its optical
 // row is gone: not enough to create it.
 func (f *ONUFields) onlyRxGone() bool {
-	return f.RxGone && f.Serial == nil && f.Description == nil && f.Status == nil
+	return f.RxGone && f.Serial == nil && f.Description == nil && f.Status == nil && len(f.Text) == 0 && len(f.Num) == 0 && len(f.Time) == 0
 }
 
 // Skip reasons of varbinds that feed no field (metric label values).
@@ -82,8 +92,9 @@ func (d Decoded) Keys() []ONUKey {
 // only when the batch as a whole cannot be decoded (unknown scheme, bad
 // column); single varbinds that do not decode are counted in Skipped.
 func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
-	if b.IndexScheme != SchemePonONU && b.IndexScheme != SchemeFiberhome {
-		return Decoded{}, fmt.Errorf("%w: index scheme %q", streams.ErrMalformed, b.IndexScheme)
+	scheme, err := streams.ResolveIndex(b.IndexScheme, b.Index)
+	if err != nil {
+		return Decoded{}, fmt.Errorf("%w: %v", streams.ErrMalformed, err)
 	}
 	cols := make([]column, 0, len(b.Columns))
 	for _, c := range b.Columns {
@@ -94,7 +105,14 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 		if prefix == "" {
 			return Decoded{}, fmt.Errorf("%w: column %s without oid", streams.ErrMalformed, c.ID)
 		}
-		cols = append(cols, column{prefix: prefix + ".", spec: c})
+		col := column{prefix: prefix + ".", spec: c, index: scheme, primary: true}
+		if c.Index != nil {
+			if err := c.Index.Validate(); err != nil {
+				return Decoded{}, fmt.Errorf("%w: column %s: %v", streams.ErrMalformed, c.OID, err)
+			}
+			col.index, col.primary = *c.Index, false
+		}
+		cols = append(cols, col)
 	}
 	// Longest prefix first, so a column nested in another wins.
 	sort.Slice(cols, func(i, j int) bool { return len(cols[i].prefix) > len(cols[j].prefix) })
@@ -107,11 +125,12 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 			d.Skipped[SkipUnknownColumn]++
 			continue
 		}
-		key, err := ParseIndex(b.IndexScheme, suffix)
+		pi, err := col.index.Parse(suffix)
 		if err != nil {
 			d.Skipped[SkipBadIndex]++
 			continue
 		}
+		key := ONUKey{PonIndex: pi.PonIndex, ONUID: pi.ONUID}
 		val, err := DecodeValue(col.spec.Decoder, vb)
 		if errors.Is(err, errNoValue) && vb.Type == streams.VTNoSuchInstance && col.spec.Field == streams.FieldRxPower {
 			// Only a get reads exceptions (a walk stops at them): the
@@ -140,6 +159,9 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 			d.Skipped[SkipUnknownField]++
 			continue
 		}
+		if col.primary && f.Index == "" {
+			f.Index, f.PortName = pi.Index, pgText(pi.PortName)
+		}
 		d.ONUs[key] = f
 	}
 	return d, nil
@@ -148,6 +170,10 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 type column struct {
 	prefix string // oid + "."
 	spec   streams.OIDSpec
+	index  streams.IndexSpec
+	// primary: the column is indexed by the batch's scheme (not its own),
+	// so its row index is the ONU's.
+	primary bool
 }
 
 func match(cols []column, oid string) (column, string, bool) {
@@ -204,6 +230,7 @@ func ParseIndex(scheme, suffix string) (ONUKey, error) {
 type value struct {
 	text string
 	num  float64
+	at   time.Time
 	kind int
 }
 
@@ -211,6 +238,7 @@ const (
 	kindText = iota
 	kindNumber
 	kindNull
+	kindTime
 )
 
 var errNoValue = errors.New("varbind carries no value")
@@ -275,9 +303,56 @@ func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 			return value{text: pgText(s)}, nil
 		}
 		return value{text: "UNKNOWN"}, nil
+	case "date_and_time":
+		if vb.Type != streams.VTOctetString {
+			return value{}, fmt.Errorf("date_and_time of a %s", vb.Type)
+		}
+		b, err := hex.DecodeString(vb.Value)
+		if err != nil {
+			return value{}, fmt.Errorf("date_and_time: %w", err)
+		}
+		t, ok, err := dateAndTime(b)
+		if err != nil {
+			return value{}, err
+		}
+		if !ok {
+			return value{kind: kindNull}, nil
+		}
+		return value{kind: kindTime, at: t, text: t.Format(time.RFC3339)}, nil
 	default:
 		return value{}, fmt.Errorf("decoder kind %q", dec.Kind)
 	}
+}
+
+// dateAndTime decodes an SNMPv2-TC DateAndTime: year (2 bytes), month,
+// day, hour, minutes, seconds, deci-seconds, then optionally direction
+// ('+'/'-') and hours and minutes from UTC (local time when absent is
+// taken as UTC). Year 0 or all zero bytes is "never" (no reading).
+func dateAndTime(b []byte) (time.Time, bool, error) {
+	if len(b) != 8 && len(b) != 11 {
+		return time.Time{}, false, fmt.Errorf("date_and_time of %d bytes: want 8 or 11", len(b))
+	}
+	year := int(b[0])<<8 | int(b[1])
+	if year == 0 {
+		return time.Time{}, false, nil
+	}
+	mon, day, h, m, s, ds := int(b[2]), int(b[3]), int(b[4]), int(b[5]), int(b[6]), int(b[7])
+	if mon < 1 || mon > 12 || day < 1 || day > 31 || h > 23 || m > 59 || s > 60 || ds > 9 {
+		return time.Time{}, false, fmt.Errorf("date_and_time %x out of range", b)
+	}
+	loc := time.UTC
+	if len(b) == 11 {
+		off := (int(b[9])*60 + int(b[10])) * 60
+		switch b[8] {
+		case '+':
+		case '-':
+			off = -off
+		default:
+			return time.Time{}, false, fmt.Errorf("date_and_time %x: direction %q", b, b[8])
+		}
+		loc = time.FixedZone("", off)
+	}
+	return time.Date(year, time.Month(mon), day, h, m, s, ds*100_000_000, loc).UTC(), true, nil
 }
 
 // text is a varbind as text: OctetStrings are hex-decoded; any value is
@@ -426,6 +501,38 @@ func (f *ONUFields) set(field string, v value) bool {
 				f.RxPowerDBm = &n
 			}
 		}
+	case streams.FieldName, streams.FieldModel, streams.FieldFirmware, streams.FieldLastDownCause:
+		if s := str(); s != nil {
+			if f.Text == nil {
+				f.Text = map[string]string{}
+			}
+			f.Text[field] = *s
+		}
+	case streams.FieldTxPower, streams.FieldOLTRxPower, streams.FieldDistance, streams.FieldTemperature, streams.FieldVoltage, streams.FieldBias:
+		if f.Num == nil {
+			f.Num = map[string]*float64{}
+		}
+		var n *float64
+		switch v.kind {
+		case kindNumber:
+			x := v.num
+			n = &x
+		case kindText:
+			if x, ok := leadingFloat(v.text); ok {
+				n = &x
+			}
+		}
+		f.Num[field] = n
+	case streams.FieldLastDownTime, streams.FieldLastUpTime:
+		if f.Time == nil {
+			f.Time = map[string]*time.Time{}
+		}
+		var t *time.Time
+		if v.kind == kindTime {
+			x := v.at
+			t = &x
+		}
+		f.Time[field] = t
 	default:
 		return false
 	}

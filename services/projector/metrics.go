@@ -14,9 +14,11 @@ import (
 type metrics struct {
 	onuRows         prometheus.Counter
 	varbindsSkipped *prometheus.CounterVec
-	staleExec       prometheus.Counter
-	onuEvents       *prometheus.CounterVec
-	outboxFailures  prometheus.Counter
+	// varbindsUnplaced: per OLT (one series per OLT the projector saw).
+	varbindsUnplaced *prometheus.CounterVec
+	staleExec        prometheus.Counter
+	onuEvents        *prometheus.CounterVec
+	outboxFailures   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -29,6 +31,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_projector_varbinds_skipped_total",
 			Help: "Varbinds that fed no field, by reason (unknown_column, bad_index, undecodable, no_value, unknown_field).",
 		}, []string{"reason"}),
+		varbindsUnplaced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_projector_varbinds_unplaced_total",
+			Help: "Varbinds the projector could not place in an ONU field (bad index, unknown column, undecodable value, no value), by OLT.",
+		}, []string{"olt_id"}),
 		staleExec: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_projector_stale_execution_events_total",
 			Help: "Execution events ignored: an older lease revision (stale poller) or a state that would move backwards.",
@@ -48,6 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	err := errors.Join(
 		jsrouter.Register(reg, &m.onuRows),
 		jsrouter.Register(reg, &m.varbindsSkipped),
+		jsrouter.Register(reg, &m.varbindsUnplaced),
 		jsrouter.Register(reg, &m.staleExec),
 		jsrouter.Register(reg, &m.onuEvents),
 		jsrouter.Register(reg, &m.outboxFailures),

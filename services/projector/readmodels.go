@@ -36,7 +36,10 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 				{Stream: streams.StreamVarbinds, Consumer: streams.ConsumerProjectorVarbinds, Decode: projection.SubjectChecked(p.decodeVarbinds),
 					Partition: projection.SubjectToken(2)}, // facho.varbinds.<olt>: rows of that OLT
 			},
-			Tables:  []projection.Table{{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}}},
+			Tables: []projection.Table{
+				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},
+				{Name: "execution_placement", Key: []string{"olt_id", "execution_id"}},
+			},
 			Scratch: []string{"onu_event_outbox"},
 		},
 		{

@@ -5,8 +5,9 @@
 // batch action submits to them in-process with the logged-in user as the
 // principal, so validation, roles and events are the API's, one place.
 // Forms show the API's 400 at the field it names. Pages whose data moves
-// (an OLT's ONUs and executions, the logs) refresh themselves from a
-// server-sent events stream (GET /events).
+// (an OLT's ONUs, nodes and executions, the logs, the pollers and the
+// queue) refresh themselves from a server-sent events stream (GET
+// /events).
 //
 // Routes returns the pages with the role each needs; package api mounts
 // them behind its session authentication (anonymous: the login page) and
@@ -145,8 +146,10 @@ func (c *Console) Routes() []Route {
 	rs = append(rs,
 		Route{Pattern: "GET /violations/{id}", Role: auth.Viewer, Summary: "A quota violation with its JSON report", Handler: http.HandlerFunc(c.violationPage)},
 		Route{Pattern: "GET /pollers", Role: auth.Viewer, Summary: "Pollers: busy %, current node, saturation, queue", Handler: http.HandlerFunc(c.pollersPage)},
+		Route{Pattern: "GET /queue", Role: auth.Viewer, Summary: "The planner's queue: size, overload, next nodes, delays per class and per OLT", Handler: http.HandlerFunc(c.queuePage)},
+		Route{Pattern: "GET /vendor-profiles/{id}", Role: auth.Viewer, Summary: "A vendor profile: match rules, columns, tuning, default jobs", Handler: http.HandlerFunc(c.vendorProfilePage)},
 	)
-	for _, name := range []string{"brands", "oids", "olts", "jobs", "assignments", "users", "quotas", "violations"} {
+	for _, name := range []string{"brands", "oids", "olts", "jobs", "assignments", "workflows", "vendor-profiles", "users", "quotas", "violations"} {
 		l := c.lists[name]
 		role := auth.Viewer
 		if name == "users" {

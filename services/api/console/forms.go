@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/facho-olt/facho/streams"
 )
 
 // input is a form field.
@@ -20,6 +22,8 @@ type input struct {
 	// CreateOnly fields are shown read-only when editing.
 	CreateOnly bool
 	Multiple   bool
+	// First are options before those From reads (e.g. "auto").
+	First []option
 }
 
 // formDef is a create/edit form over an API resource.
@@ -86,8 +90,8 @@ func formDefs() map[string]formDef {
 				{Name: "brand_id", Label: "Brand", Type: "select", From: "/api/v1/brands?limit=1000", FromKey: "brands", Value: "id", Required: true},
 				{Name: "name", Label: "Name", Type: "text", Required: true},
 				{Name: "oid", Label: "OID", Type: "text", Help: "dotted numeric, e.g. 1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3", Required: true},
-				{Name: "field", Label: "ONU field", Type: "select", Options: []string{"serial", "description", "status", "rx_power"}},
-				{Name: "decoder_kind", Label: "Decoder", Type: "select", Options: []string{"string", "hex_serial", "int", "scaled", "float_string", "enum"}},
+				{Name: "field", Label: "ONU field", Type: "select", Options: streams.ONUFields()},
+				{Name: "decoder_kind", Label: "Decoder", Type: "select", Options: streams.DecoderKinds},
 				{Name: "decoder_scale", Label: "Scale (scaled)", Type: "text"},
 				{Name: "decoder_offset", Label: "Offset (scaled)", Type: "text"},
 				{Name: "decoder_no_reading", Label: "No-reading value (scaled)", Type: "text"},
@@ -146,12 +150,19 @@ func formDefs() map[string]formDef {
 				{Name: "ip", Label: "IP address", Type: "text", Help: "IPv4 or IPv6", Required: true},
 				{Name: "port", Label: "SNMP port", Type: "text", Help: "default 161"},
 				{Name: "community", Label: "SNMP v2c community", Type: "password", Help: "sealed at once, never shown again; when editing, empty keeps it"},
-				{Name: "brand_id", Label: "Brand (vendor profile)", Type: "select", From: "/api/v1/brands?limit=1000", FromKey: "brands", Value: "id", Required: true},
+				{Name: "profile", Label: "Vendor profile", Type: "select", From: "/api/v1/vendor-profiles", FromKey: "profiles", Value: "id", CreateOnly: true,
+					Help: "creates the profile's brand, OIDs and default jobs when absent and assigns the jobs; or choose a brand below"},
+				{Name: "brand_id", Label: "Brand", Type: "select", From: "/api/v1/brands?limit=1000", FromKey: "brands", Value: "id",
+					First: []option{{"auto", "auto — identify the vendor profile by SNMP (sysObjectID, sysDescr)"}},
+					Help:  "with a vendor profile: leave empty"},
 				{Name: "enabled", Label: "Enabled", Type: "checkbox"},
 				{Name: "description", Label: "Description", Type: "textarea"},
 			},
 			Body: func(f url.Values, editing bool) map[string]any {
 				b := map[string]any{"name": text(f, "name"), "ip": text(f, "ip"), "brand_id": f.Get("brand_id"), "enabled": checked(f, "enabled"), "description": f.Get("description")}
+				if p := f.Get("profile"); p != "" && !editing {
+					b["profile"] = p
+				}
 				if p := intOr(f, "port"); p != nil {
 					b["port"] = p
 				}
@@ -228,6 +239,45 @@ func formDefs() map[string]formDef {
 			Body: func(f url.Values, _ bool) map[string]any {
 				return map[string]any{"olt_id": f.Get("olt_id"), "enabled": checked(f, "enabled")}
 			}},
+		"workflows": {Title: "workflow", Create: "/api/v1/workflows", Item: func(id string) string { return "/api/v1/workflows/" + url.PathEscape(id) }, Editable: true, Back: "/workflows",
+			Inputs: []input{
+				{Name: "id", Label: "ID", Type: "text", Help: "empty: generated", CreateOnly: true},
+				{Name: "name", Label: "Name", Type: "text", Required: true},
+				{Name: "olt_id", Label: "OLT", Type: "select", From: "/api/v1/olts?limit=1000", FromKey: "olts", Value: "id", Required: true},
+				{Name: "master_job_id", Label: "Master job", Type: "select", From: "/api/v1/jobs?limit=1000", FromKey: "jobs", Value: "id", Required: true,
+					Help: "a job assigned to the OLT: the chain runs after it, under the same lease"},
+				{Name: "chain_job_ids", Label: "Chain", Type: "text", Required: true, Help: "job ids in run order, separated by commas (jobs of the OLT's brand; 1 to 20)"},
+				{Name: "stop_on_failure", Label: "Stop on failure", Type: "checkbox"},
+				{Name: "enabled", Label: "Enabled", Type: "checkbox"},
+			},
+			Body: func(f url.Values, editing bool) map[string]any {
+				chain := []string{}
+				for _, j := range strings.Split(f.Get("chain_job_ids"), ",") {
+					if j = strings.TrimSpace(j); j != "" {
+						chain = append(chain, j)
+					}
+				}
+				b := map[string]any{"name": text(f, "name"), "olt_id": f.Get("olt_id"), "master_job_id": f.Get("master_job_id"), "chain_job_ids": chain,
+					"stop_on_failure": checked(f, "stop_on_failure"), "enabled": checked(f, "enabled")}
+				if !editing {
+					b["id"] = text(f, "id")
+				}
+				return b
+			},
+			Values: func(it map[string]any) map[string]string {
+				v := map[string]string{"id": str(it["id"]), "name": str(it["name"]), "olt_id": str(it["olt_id"]), "master_job_id": str(it["master_job_id"])}
+				var chain []string
+				for _, x := range anySlice(it["chain_job_ids"]) {
+					chain = append(chain, str(x))
+				}
+				v["chain_job_ids"] = strings.Join(chain, ", ")
+				for _, k := range []string{"stop_on_failure", "enabled"} {
+					if it[k] == true {
+						v[k] = "on"
+					}
+				}
+				return v
+			}},
 		"users": {Title: "user", Create: "/api/v1/users", Back: "/users",
 			Inputs: []input{
 				{Name: "username", Label: "Username", Type: "text", Required: true},
@@ -280,6 +330,7 @@ func (c *Console) formHandler(name string, editing bool) http.Handler {
 			if !in.Multiple {
 				opts = append(opts, option{"", "—"})
 			}
+			opts = append(opts, in.First...)
 			for _, row := range anySlice(res.Body[in.FromKey]) {
 				m, _ := row.(map[string]any)
 				label := str(m[in.Value])
@@ -333,7 +384,16 @@ func (c *Console) formHandler(name string, editing bool) http.Handler {
 					back = "/olts/" + url.PathEscape(id)
 				}
 			}
-			redirect(w, r, back, "msg", "saved")
+			msg := "saved"
+			if p := str(res.Body["profile"]); p != "" {
+				// An OLT created from a vendor profile: what it created.
+				var as []string
+				for _, a := range anySlice(res.Body["assigned"]) {
+					as = append(as, str(a))
+				}
+				msg = "saved with vendor profile " + p + "; jobs assigned: " + strings.Join(as, ", ")
+			}
+			redirect(w, r, back, "msg", msg)
 			return
 		}
 		// Show the API's error at the field it names.

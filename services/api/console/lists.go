@@ -65,7 +65,7 @@ func listDefs() map[string]listDef {
 		"olts": {Title: "OLTs", Singular: "OLT", Path: "/olts", API: "/api/v1/olts", Key: "olts",
 			Cols: []col{{"name", "Name", "name", "link"}, {"id", "ID", "id", "text"}, {"ip", "IP", "ip", "mono"}, {"port", "Port", "", "text"},
 				{"brand_id", "Brand", "brand_id", "text"}, {"enabled", "Enabled", "enabled", "bool"}, {"onus", "ONUs", "", "text"},
-				{"onus_online", "Online", "", "text"}, {"updated_at", "Updated", "updated_at", "time"}},
+				{"onus_online", "Online", "", "text"}, {"disabled_reason", "Auto-disabled", "", "text"}, {"updated_at", "Updated", "updated_at", "time"}},
 			Filters: []filter{{Name: "brand_id", Label: "Brand"}, {Name: "enabled", Label: "Enabled", Options: yesno}},
 			Actions: enable, ID: byKey("id"),
 			ItemAPI: func(r map[string]any) string { return "/api/v1/olts/" + url.PathEscape(str(r["id"])) },
@@ -99,6 +99,17 @@ func listDefs() map[string]listDef {
 				{"notified", "Notified", "", "bool"}, {"id", "Report", "", "link"}},
 			Filters: []filter{{Name: "olt_id", Label: "OLT"}, {Name: "severity", Label: "Severity", Options: []string{"", "LOW", "MEDIUM", "HIGH", "CRITICAL"}}},
 			Link:    func(r map[string]any) string { return "/violations/" + url.PathEscape(str(r["id"])) }},
+		"workflows": {Title: "Workflows", Singular: "workflow", Path: "/workflows", API: "/api/v1/workflows", Key: "workflows",
+			Cols: []col{{"id", "ID", "id", "edit"}, {"name", "Name", "name", "text"}, {"olt_id", "OLT", "olt_id", "oltlink"},
+				{"master_job_id", "Master job", "master_job_id", "mono"}, {"chain_job_ids", "Chain (in order)", "", "list"},
+				{"stop_on_failure", "Stop on failure", "", "bool"}, {"enabled", "Enabled", "enabled", "bool"}, {"updated_at", "Updated", "updated_at", "time"}},
+			Filters: []filter{{Name: "olt_id", Label: "OLT"}, {Name: "enabled", Label: "Enabled", Options: yesno}},
+			Actions: enable, ID: byKey("id"),
+			ItemAPI: func(r map[string]any) string { return "/api/v1/workflows/" + url.PathEscape(str(r["id"])) }},
+		"vendor-profiles": {Title: "Vendor profiles", Singular: "vendor profile", Path: "/vendor-profiles", API: "/api/v1/vendor-profiles", Key: "profiles",
+			Cols: []col{{"id", "ID", "", "link"}, {"name", "Name", "", "text"}, {"vendor", "Vendor", "", "text"}, {"index_scheme", "Index scheme", "", "text"},
+				{"fields", "ONU fields", "", "list"}, {"jobs", "Default jobs", "", "list"}, {"verified", "Verified", "", "text"}, {"source", "Source", "", "text"}},
+			Link: func(r map[string]any) string { return "/vendor-profiles/" + url.PathEscape(str(r["id"])) }},
 		"users": {Title: "Users", Singular: "user", Path: "/users", API: "/api/v1/users", Key: "users",
 			Cols: []col{{"username", "Username", "", "text"}, {"role", "Role", "", "badge"}, {"disabled", "Disabled", "", "bool"},
 				{"created_at", "Created", "", "time"}},
@@ -209,7 +220,7 @@ func (c *Console) batchHandler(name string) http.Handler {
 			redirect(w, r, back, "err", "nothing selected")
 			return
 		}
-		var failed []string
+		var failed, execs []string
 		done := 0
 		for _, id := range ids {
 			row := rowFromID(name, id)
@@ -231,6 +242,9 @@ func (c *Console) batchHandler(name string) http.Handler {
 			}
 			if res.ok() {
 				done++
+				if e := str(res.Body["execution_id"]); e != "" {
+					execs = append(execs, e)
+				}
 				continue
 			}
 			msg, _ := res.errMsg()
@@ -240,7 +254,11 @@ func (c *Console) batchHandler(name string) http.Handler {
 			redirect(w, r, back, "err", fmt.Sprintf("%s: %d done, %d failed: %s", act, done, len(failed), strings.Join(failed, "; ")))
 			return
 		}
-		redirect(w, r, back, "msg", fmt.Sprintf("%s: %d done", act, done))
+		msg := fmt.Sprintf("%s: %d done", act, done)
+		if len(execs) > 0 {
+			msg += " (executions " + strings.Join(execs, ", ") + ")"
+		}
+		redirect(w, r, back, "msg", msg)
 	})
 }
 
@@ -277,5 +295,8 @@ func (c *Console) runNow(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, "/olts/"+url.PathEscape(olt), "err", "run now: "+msg)
 		return
 	}
-	redirect(w, r, "/olts/"+url.PathEscape(olt), "msg", "run requested")
+	// 202: the execution id, linked from the page (its execution appears
+	// once a poller starts it).
+	exec := str(res.Body["execution_id"])
+	redirect(w, r, "/olts/"+url.PathEscape(olt)+"?exec="+url.QueryEscape(exec), "msg", "run requested: execution "+exec)
 }

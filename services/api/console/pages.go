@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +23,13 @@ type oltView struct {
 	ONULimit    int
 	Prev, Next  string
 	Assignments []map[string]any
-	Executions  []map[string]any
-	Statuses    []string
+	// Nodes are the scheduler's nodes of the OLT (a job on it), by job
+	// id; Orphans those no assignment lists (a workflow's, say).
+	Nodes      map[string]map[string]any
+	Orphans    []map[string]any
+	NodesErr   string
+	Executions []map[string]any
+	Statuses   []string
 }
 
 func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +73,25 @@ func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
 	for _, x := range anySlice(c.call(r.Context(), http.MethodGet, "/api/v1/assignments?limit=200&olt_id="+url.QueryEscape(id), nil).Body["assignments"]) {
 		if m, ok := x.(map[string]any); ok {
 			ov.Assignments = append(ov.Assignments, m)
+		}
+	}
+	ov.Nodes = map[string]map[string]any{}
+	nodes := c.call(r.Context(), http.MethodGet, base+"/nodes", nil)
+	if !nodes.ok() {
+		ov.NodesErr, _ = nodes.errMsg()
+	}
+	for _, x := range anySlice(nodes.Body["nodes"]) {
+		if m, ok := x.(map[string]any); ok {
+			ov.Nodes[str(m["job_id"])] = m
+		}
+	}
+	assigned := map[string]bool{}
+	for _, a := range ov.Assignments {
+		assigned[str(a["job_id"])] = true
+	}
+	for _, x := range anySlice(nodes.Body["nodes"]) {
+		if m, ok := x.(map[string]any); ok && !assigned[str(m["job_id"])] {
+			ov.Orphans = append(ov.Orphans, m)
 		}
 	}
 	for _, x := range anySlice(c.call(r.Context(), http.MethodGet, "/api/v1/executions?limit=25&olt_id="+url.QueryEscape(id), nil).Body["executions"]) {
@@ -150,6 +175,50 @@ func (c *Console) pollersPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, http.StatusOK, "pollers", v)
 }
 
+// queuePage shows the planner's queue report (GET /api/v1/pollers/queue/,
+// seed 004's Zabbix-like queue): size, overload, the next nodes and the
+// delayed buckets per class and per OLT.
+func (c *Console) queuePage(w http.ResponseWriter, r *http.Request) {
+	v := c.newView(r, "Queue", "queue")
+	v.Live = "pollers"
+	res := c.call(r.Context(), http.MethodGet, "/api/v1/pollers/queue/", nil)
+	if !res.ok() {
+		v.Err, _ = res.errMsg()
+	}
+	// The report's delay buckets (cumulative), shortest first.
+	buckets := []string{"5s", "10s", "30s", "1m", "5m", "10m"}
+	v.Data = map[string]any{"Report": res.Body, "Buckets": buckets, "Classes": sortedKeys(res.Body["delayed_by_class"]),
+		"OLTs": sortedKeys(res.Body["delayed_by_olt"])}
+	c.render(w, http.StatusOK, "queue", v)
+}
+
+func sortedKeys(v any) []string {
+	m, _ := v.(map[string]any)
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// vendorProfilePage shows one vendor profile: what it matches, its
+// columns with their decoders, SNMP tuning and default jobs.
+func (c *Console) vendorProfilePage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	res := c.call(r.Context(), http.MethodGet, "/api/v1/vendor-profiles/"+url.PathEscape(id), nil)
+	if res.Status == http.StatusNotFound {
+		c.notFound(w, r)
+		return
+	}
+	v := c.newView(r, "Vendor profile "+id, "vendor-profiles")
+	if !res.ok() {
+		v.Err, _ = res.errMsg()
+	}
+	v.Data = res.Body
+	c.render(w, http.StatusOK, "vendorprofile", v)
+}
+
 func (c *Console) tokensPage(w http.ResponseWriter, r *http.Request) {
 	v := c.newView(r, "API tokens", "tokens")
 	res := c.call(r.Context(), http.MethodGet, "/api/v1/tokens", nil)
@@ -188,8 +257,9 @@ func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // events streams server-sent events: "change" whenever the fingerprint of
-// the topic's data moves (topic olt:<id>: its ONUs, executions and
-// assignments; logs: the coordinator logs). The page then re-fetches
+// the topic's data moves (topic olt:<id>: its ONUs, executions,
+// assignments and scheduled nodes; logs: the coordinator logs; pollers:
+// the pollers and the queue, every few seconds). The page then re-fetches
 // itself and swaps its live parts.
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	topic := r.URL.Query().Get("topic")
@@ -233,6 +303,11 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		var fp string
 		err := c.d.DB.QueryRow(ctx, sql, args...).Scan(&fp)
+		if err == nil && strings.HasPrefix(topic, "olt:") {
+			// The OLT's nodes live in the schedule KV bucket: their
+			// state, runs and execution in flight join the fingerprint.
+			fp += "|" + nodesFingerprint(c.call(ctx, http.MethodGet, "/api/v1/olts/"+url.PathEscape(strings.TrimPrefix(topic, "olt:"))+"/nodes", nil))
+		}
 		cancel()
 		switch {
 		case r.Context().Err() != nil:
@@ -259,6 +334,18 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 		}
 	}
+}
+
+// nodesFingerprint is what the OLT page shows of its nodes.
+func nodesFingerprint(res apiResult) string {
+	var b strings.Builder
+	for _, x := range anySlice(res.Body["nodes"]) {
+		for _, k := range []string{"node_id", "state", "enabled", "next_run_at", "last_run_at", "last_status", "in_flight"} {
+			b.WriteString(str(field(x, k)))
+			b.WriteByte(',')
+		}
+	}
+	return b.String()
 }
 
 type flusher struct{ rc *http.ResponseController }

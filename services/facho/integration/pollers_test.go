@@ -193,10 +193,16 @@ func TestPollerStatsThroughAPI(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := apiClient{t: t, url: srv.URL}
 
-	a := startPoller(t, env, box, poller.Config{PollerID: "pa", Workers: 2, StatsEvery: 500 * time.Millisecond, LeaseBusyDelay: 200 * time.Millisecond})
-	b := startPoller(t, env, box, poller.Config{PollerID: "pb", Workers: 1, StatsEvery: 500 * time.Millisecond, LeaseBusyDelay: 200 * time.Millisecond})
+	// A process has one slot per unit of each queue class's concurrency:
+	// pa 2 polling + 1 of each other class, pb 1 of each.
+	one := poller.ClassLimit{Concurrency: 1}
+	classesA := poller.ClassLimits{Discovery: one, Polling: poller.ClassLimit{Concurrency: 2}, Retry: one, High: one}
+	classesB := poller.ClassLimits{Discovery: one, Polling: one, Retry: one, High: one}
+	slots := classesA.Total() + classesB.Total()
+	a := startPoller(t, env, box, poller.Config{PollerID: "pa", Classes: classesA, StatsEvery: 500 * time.Millisecond, LeaseBusyDelay: 200 * time.Millisecond})
+	b := startPoller(t, env, box, poller.Config{PollerID: "pb", Classes: classesB, StatsEvery: 500 * time.Millisecond, LeaseBusyDelay: 200 * time.Millisecond})
 
-	waitFor(t, "three FREE pollers listed", 10*time.Second, func() (bool, string) {
+	waitFor(t, "every slot listed FREE", 10*time.Second, func() (bool, string) {
 		l := c.pollers()
 		free := 0
 		for _, p := range l.Pollers {
@@ -204,7 +210,7 @@ func TestPollerStatsThroughAPI(t *testing.T) {
 				free++
 			}
 		}
-		return l.Count == 3 && free == 3, fmt.Sprintf("%+v", l)
+		return l.Count == slots && free == slots, fmt.Sprintf("%+v", l)
 	})
 	ids := map[string]bool{}
 	for _, p := range c.pollers().Pollers {
@@ -213,7 +219,7 @@ func TestPollerStatsThroughAPI(t *testing.T) {
 	if !ids["pa.0"] || !ids["pa.1"] || !ids["pb.0"] {
 		t.Fatalf("poller ids %v, want pa.0, pa.1, pb.0", ids)
 	}
-	if s := c.stats(); s.TotalPollers != 3 || s.FreePollers != 3 || s.BusyPollers != 0 || s.QueueSize != 0 || s.IsSaturated {
+	if s := c.stats(); s.TotalPollers != slots || s.FreePollers != slots || s.BusyPollers != 0 || s.QueueSize != 0 || s.IsSaturated {
 		t.Fatalf("idle stats: %+v", s)
 	}
 
@@ -261,13 +267,13 @@ func TestPollerStatsThroughAPI(t *testing.T) {
 			}
 		}
 		s := c.stats()
-		return busy == 1 && s.BusyPollers == 1 && s.FreePollers == 2 && s.QueueSize == 1, fmt.Sprintf("%+v / %+v", l, s)
+		return busy == 1 && s.BusyPollers == 1 && s.FreePollers == slots-1 && s.QueueSize == 1, fmt.Sprintf("%+v / %+v", l, s)
 	})
 
 	// Both walked, one after the other; every slot FREE again.
 	waitFor(t, "both nodes completed", 60*time.Second, func() (bool, string) {
 		s := c.stats()
-		return s.TotalTasksCompleted == 2 && s.BusyPollers == 0 && s.FreePollers == 3 && s.QueueSize == 0, fmt.Sprintf("%+v", s)
+		return s.TotalTasksCompleted == 2 && s.BusyPollers == 0 && s.FreePollers == slots && s.QueueSize == 0, fmt.Sprintf("%+v", s)
 	})
 	s := c.stats()
 	if s.TotalTasksDelayed != 1 {
@@ -292,7 +298,7 @@ func TestPollerStatsThroughAPI(t *testing.T) {
 	}
 	var metrics string
 	c.get("/metrics", &metrics)
-	for _, want := range []string{"facho_pollers 3", "facho_pollers_busy 0", "facho_pollers_queue_size 0", "facho_pollers_saturated 0", "facho_poller_processes 2"} {
+	for _, want := range []string{fmt.Sprintf("facho_pollers %d", slots), "facho_pollers_busy 0", "facho_pollers_queue_size 0", "facho_pollers_saturated 0", "facho_poller_processes 2"} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -308,7 +314,7 @@ func TestPollerStatsThroughAPI(t *testing.T) {
 				return false, fmt.Sprintf("%+v", l)
 			}
 		}
-		return l.Count == 2, fmt.Sprintf("%+v", l)
+		return l.Count == classesA.Total(), fmt.Sprintf("%+v", l)
 	})
 	// A clean stop deletes the key at once.
 	a.stop()

@@ -57,7 +57,7 @@ func measure(b *testing.B, n int, queued bool) latencies {
 	// Enough workers for every OLT at once: the figures measure the
 	// scheduling, not a shortage of pollers.
 	for i := range 2 {
-		e.startPollerCfg(poller.Config{PollerID: fmt.Sprintf("p%d", i), Workers: min(max(n/2, 4), 500)}, prometheus.NewRegistry())
+		e.startPollerCfg(poller.Config{PollerID: fmt.Sprintf("p%d", i), Workers: min(max(n/2, 4), 500), Classes: anyClass(min(max(n/2, 4), 256))}, prometheus.NewRegistry())
 	}
 	if queued {
 		e.job(disc)

@@ -21,7 +21,7 @@ func TestDisableOLTMidWalk(t *testing.T) {
 	e.job(streams.JobUpserted{ID: "disc", Name: "discovery", BrandID: "huawei", Kind: streams.KindDiscovery,
 		OIDIDs: []string{"hw-serial", "hw-status"}, IntervalSeconds: 2, Priority: 90, Enabled: true})
 	e.brand()
-	e.startPollerCfg(poller.Config{PollerID: "p1", Workers: 4, MaxRepetitions: 2}, prometheus.NewRegistry())
+	e.startPollerCfg(poller.Config{PollerID: "p1", Workers: 4, Classes: anyClass(4), MaxRepetitions: 2}, prometheus.NewRegistry())
 	e.startPlanner(planner.Config{Tick: 50 * time.Millisecond, FirstRunDelay: 200 * time.Millisecond, FirstRunSpread: -1})
 
 	victim := e.olts[0]

@@ -132,7 +132,7 @@ func (e *env) startPlanner(cfg planner.Config) (stop func()) {
 }
 
 func (e *env) startPoller(id string, reg *prometheus.Registry) (stop func()) {
-	return e.startPollerCfg(poller.Config{PollerID: id, Workers: 4}, reg)
+	return e.startPollerCfg(poller.Config{PollerID: id, Workers: 4, Classes: anyClass(4)}, reg)
 }
 
 func (e *env) startPollerCfg(cfg poller.Config, reg *prometheus.Registry) (stop func()) {
@@ -378,4 +378,12 @@ func (e *env) leaseHeld(olt string) bool {
 	}
 	_, err = kv.Get(e.ctx, lease.Key(olt))
 	return err == nil
+}
+
+// anyClass lets a poller process run up to n nodes of any queue class at
+// once (with Workers n, n in all): these tests are about scheduling, not
+// the class limits (services/poller's TestClassesFloodOfSlowDiscoveries).
+func anyClass(n int) poller.ClassLimits {
+	l := poller.ClassLimit{Concurrency: n}
+	return poller.ClassLimits{Discovery: l, Polling: l, Retry: l, High: l}
 }

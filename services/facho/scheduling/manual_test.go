@@ -24,7 +24,7 @@ func TestManualRunAheadOfTheQueue(t *testing.T) {
 		OIDIDs: []string{"hw-status"}, IntervalSeconds: 3600, Priority: 40, Enabled: true})
 	e.brand()
 	reg := prometheus.NewRegistry()
-	e.startPollerCfg(poller.Config{PollerID: "p1", Workers: 2, MaxRepetitions: 2}, reg)
+	e.startPollerCfg(poller.Config{PollerID: "p1", Workers: 2, Classes: anyClass(2), MaxRepetitions: 2}, reg)
 	e.startPlanner(planner.Config{Tick: 50 * time.Millisecond, FirstRunDelay: 100 * time.Millisecond, FirstRunSpread: -1})
 
 	// The discovery runs; the status walk waits behind it.

@@ -14,7 +14,7 @@ import (
 )
 
 func fastFailPoller(id string) poller.Config {
-	return poller.Config{PollerID: id, Workers: 2, SNMPTimeout: 200 * time.Millisecond, SNMPRetries: -1}
+	return poller.Config{PollerID: id, Workers: 2, Classes: anyClass(2), SNMPTimeout: 200 * time.Millisecond, SNMPRetries: -1}
 }
 
 // A failed attempt is retried after the job's retry delay, as another

@@ -27,6 +27,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		SecretKey: true,
 		Flags: func(fs *flag.FlagSet, env *servicemain.Env, _ *servicemain.Common) {
 			fs.StringVar(&cfg.Addr, "addr", env.String("FACHO_API_ADDR", "127.0.0.1:8080"), "API listen address (FACHO_API_ADDR)")
+			fs.StringVar(&cfg.ProfilesDir, "profiles-dir", env.String("FACHO_PROFILES_DIR", ""), "folder of vendor profiles added to the built-in ones (FACHO_PROFILES_DIR)")
 			// A func flag, so that -h never prints the tokens as a default.
 			cfg.Tokens = splitTokens(env.String("FACHO_API_TOKENS", ""))
 			fs.Func("tokens", "comma-separated bearer tokens (FACHO_API_TOKENS); prefer the environment", func(s string) error {

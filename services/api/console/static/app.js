@@ -18,10 +18,13 @@
   });
   var topic = document.body.getAttribute("data-live-topic");
   if (!topic || !window.EventSource) { return; }
-  var busy = false;
+  // A change that arrives while a refresh is in flight is not lost: one
+  // more refresh follows.
+  var busy = false, again = false;
   function refresh() {
-    if (busy) { return; }
+    if (busy) { again = true; return; }
     busy = true;
+    again = false;
     fetch(window.location.href, { credentials: "same-origin", headers: { "X-Live": "1" } })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
@@ -36,8 +39,12 @@
         });
       })
       .catch(function () {})
-      .then(function () { busy = false; });
+      .then(function () { busy = false; if (again) { refresh(); } });
   }
   var es = new EventSource("/events?topic=" + encodeURIComponent(topic));
   es.addEventListener("change", refresh);
+  // What moved between the page's render and the stream's first look
+  // (its baseline) would never be a change: refresh once when the stream
+  // opens (and re-opens).
+  es.addEventListener("open", refresh);
 })();

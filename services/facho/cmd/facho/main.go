@@ -9,6 +9,7 @@
 //	facho rebuild MODEL       rebuild a read model from the streams (shadow, compare, swap)
 //	facho export WHAT         export onu-data or varbinds as CSV
 //	facho tail                follow live ONU changes, executions and notifications
+//	facho bench               measure the whole pipeline against a simulated fleet
 package main
 
 import (
@@ -60,6 +61,9 @@ commands:
   keys rotate          re-seal every OLT community (and webhook secret) under FACHO_SECRET_KEY, opening
                        with FACHO_SECRET_KEY_OLD: no downtime (see the README)
   tail                 follow live ONU changes, executions, notifications ([--olt X] [--kind K] [--json])
+  profiles             vendor profiles: list | show ID | check FILE [HOST[:PORT]] (validate; walk an agent and
+                       print the ONUs Facho would store)
+  bench                the whole pipeline against a simulated fleet, with baselines (-olts N -shape SxPxO -cycles K -json FILE)
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -103,6 +107,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runUsers(ctx, args[1:], getenv, os.Stdin, stdout)
 	case "keys":
 		return runKeys(ctx, args[1:], getenv, stdout)
+	case "bench":
+		return runBench(ctx, args[1:], getenv, stdout, stderr)
+	case "profiles":
+		return runProfiles(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

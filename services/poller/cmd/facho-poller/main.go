@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/facho-olt/facho/pkg/servicemain"
@@ -27,7 +28,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.StringVar(&common.NATSURL, "nats", common.NATSURL, "NATS URL, same as -nats-url (FACHO_NATS_URL)")
 			fs.StringVar(&common.HTTPAddr, "http", common.HTTPAddr, "address of /metrics and /healthz, same as -http-addr (FACHO_HTTP_ADDR); empty disables")
 			fs.StringVar(&cfg.PollerID, "poller-id", env.String("FACHO_POLLER_ID", ""), "lease holder id of this instance (FACHO_POLLER_ID); default: random")
-			fs.IntVar(&cfg.Workers, "workers", env.Int("FACHO_POLLER_WORKERS", 4), "parallel operations (FACHO_POLLER_WORKERS)")
+			fs.IntVar(&cfg.Workers, "workers", env.Int("FACHO_POLLER_WORKERS", 0), "most operations of this process at once, on top of the class limits; 0: the sum of the class concurrencies (FACHO_POLLER_WORKERS)")
+			d := poller.DefaultClasses()
+			for _, c := range []struct {
+				name string
+				l    *poller.ClassLimit
+				def  poller.ClassLimit
+				tip  string
+			}{
+				{"discovery", &cfg.Classes.Discovery, d.Discovery, "nodes of kind discovery"},
+				{"polling", &cfg.Classes.Polling, d.Polling, "nodes of kind get, walk, bulkwalk"},
+				{"retry", &cfg.Classes.Retry, d.Retry, "retried executions, attempt > 1"},
+				{"high_priority", &cfg.Classes.High, d.High, "manual runs"},
+			} {
+				up := strings.ToUpper(c.name)
+				flagName := strings.ReplaceAll(c.name, "_", "-")
+				fs.IntVar(&c.l.Concurrency, "class-"+flagName+"-concurrency", env.Int("FACHO_CLASS_"+up+"_CONCURRENCY", c.def.Concurrency),
+					"queue class "+c.name+" ("+c.tip+"): NodeDue this process runs at once, 1..256 (FACHO_CLASS_"+up+"_CONCURRENCY)")
+				tip := "node timeout when the job has none"
+				if c.def.Timeout == 0 {
+					tip += "; 0: the timeout of the class of the node's kind"
+				}
+				fs.DurationVar(&c.l.Timeout, "class-"+flagName+"-timeout", env.Duration("FACHO_CLASS_"+up+"_TIMEOUT", c.def.Timeout),
+					"queue class "+c.name+": "+tip+" (FACHO_CLASS_"+up+"_TIMEOUT)")
+			}
 			fs.DurationVar(&cfg.SNMPTimeout, "snmp-timeout", env.Duration("FACHO_SNMP_TIMEOUT", 2*time.Second), "timeout of one SNMP request (FACHO_SNMP_TIMEOUT)")
 			fs.IntVar(&cfg.SNMPRetries, "snmp-retries", env.Int("FACHO_SNMP_RETRIES", 1), "retries of one SNMP request, -1 for none (FACHO_SNMP_RETRIES)")
 			fs.IntVar(&cfg.PDURetries, "snmp-pdu-retries", env.Int("FACHO_SNMP_PDU_RETRIES", 4), "times a request still unanswered after -snmp-retries is sent again within the walk, with backoff, resuming from the last OID received (0..10, -1 for none) (FACHO_SNMP_PDU_RETRIES)")

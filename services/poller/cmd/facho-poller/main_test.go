@@ -32,6 +32,12 @@ func TestCheckConfig(t *testing.T) {
 		{"historical and common names of the nats and http flags", []string{"-nats", "nats://n:4222", "-http", "", "-nats-url", "nats://m:4222", "-http-addr", ":0"}, map[string]string{"FACHO_SECRET_KEY": key}, true},
 		{"replicas out of range", []string{"-replicas", "9"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
 		{"malformed env fallback", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_POLLER_WORKERS": "many"}, false},
+		{"class flags", []string{"-class-discovery-concurrency", "1", "-class-polling-timeout", "30s", "-class-high-priority-concurrency", "4"}, map[string]string{"FACHO_SECRET_KEY": key}, true},
+		{"class env fallbacks", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_CLASS_DISCOVERY_CONCURRENCY": "3", "FACHO_CLASS_RETRY_TIMEOUT": "2m", "FACHO_CLASS_HIGH_PRIORITY_TIMEOUT": "0s"}, true},
+		{"class concurrency out of range", []string{"-class-polling-concurrency", "-1"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+		{"class concurrency too high in env", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_CLASS_RETRY_CONCURRENCY": "1000"}, false},
+		{"negative class timeout", []string{"-class-high-priority-timeout", "-1s"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+		{"malformed class timeout in env", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_CLASS_DISCOVERY_TIMEOUT": "long"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -1,0 +1,383 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// sample is what the bench saw of the varbind stream and the projector's
+// consumer at one instant: the projector acks a batch after its commit,
+// so ackFloor is "committed up to".
+type sample struct {
+	t        time.Time
+	lastSeq  uint64
+	ackFloor uint64
+	bytes    uint64
+	firstSeq uint64
+	lag      float64 // seconds since the oldest unacked batch was published (0: none)
+}
+
+// execRow is one executions row.
+type execRow struct {
+	job, olt, status             string
+	scheduled, started, finished *time.Time
+	varbinds                     int64
+}
+
+type monitor struct {
+	r   *run
+	res *Result
+
+	mu      sync.Mutex
+	samples []sample
+
+	profWG   sync.WaitGroup
+	profiles map[string]string // service -> profile file
+	profMu   sync.Mutex
+}
+
+// measure waits for Cycles complete cycles (or the timeout), sampling
+// the projector's progress, then computes the figures.
+func (m *monitor) measure(ctx context.Context, configured time.Time) error {
+	cfg := m.r.cfg
+	sctx, stopSampler := context.WithCancel(ctx)
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		m.sampler(sctx)
+	}()
+	defer func() {
+		stopSampler()
+		<-samplerDone
+	}()
+	m.profiles = map[string]string{}
+	deadline := configured.Add(cfg.Timeout)
+	profiled := false
+	expected := 2 * cfg.OLTs
+	var rows []execRow
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+		for _, p := range m.r.procs {
+			if p.exited() {
+				return fmt.Errorf("%s exited during the run: %v\n%s", p.name, p.err, p.logTail(20))
+			}
+		}
+		var err error
+		if rows, err = m.executions(ctx); err != nil {
+			return err
+		}
+		t0, ok := firstScheduled(rows)
+		if !ok {
+			m.r.progress.set(fmt.Sprintf("waiting for the first executions (%s)", time.Since(configured).Round(time.Second)))
+			continue
+		}
+		if !profiled && cfg.ProfileSeconds > 0 && anyStarted(rows) {
+			profiled = true
+			m.startProfiles(ctx, cfg.ProfileSeconds)
+		}
+		win := windows(rows, t0, cfg.Interval)
+		cur, walked := 0, 0
+		for k := 1; k <= cfg.Cycles; k++ {
+			if w := win[k]; w != nil && w.terminal >= expected && w.open == 0 {
+				walked++
+			} else if cur == 0 {
+				cur = k
+			}
+		}
+		last := m.lastSample()
+		// Done when every cycle is walked and the projector has committed
+		// everything published until the last walk of the last cycle
+		// ended (later cycles keep publishing: they are not waited for).
+		if walked == cfg.Cycles {
+			var end time.Time
+			for k := 1; k <= cfg.Cycles; k++ {
+				if win[k].end.After(end) {
+					end = win[k].end
+				}
+			}
+			if target, ok := m.seqAt(end); ok && last.ackFloor >= target {
+				break
+			}
+		}
+		status := fmt.Sprintf("cycles walked %d/%d", walked, cfg.Cycles)
+		if w := win[cur]; cur > 0 && w != nil {
+			status += fmt.Sprintf(", cycle %d: %d/%d executions done, %d pending or running", cur, w.terminal, expected, w.open)
+		}
+		m.r.progress.set(fmt.Sprintf("%s; projector committed %d/%d batches, lag %.1fs; %s",
+			status, last.ackFloor, last.lastSeq, last.lag, time.Since(configured).Round(time.Second)))
+		if time.Now().After(deadline) {
+			m.res.Incomplete = fmt.Sprintf("timeout %s reached before %d complete cycles", cfg.Timeout, cfg.Cycles)
+			break
+		}
+	}
+	m.profWG.Wait()
+	// Usage before the processes stop.
+	m.usage(ctx)
+	rows, err := m.executions(ctx)
+	if err != nil {
+		return err
+	}
+	stopSampler()
+	<-samplerDone
+	if err := m.figures(ctx, rows); err != nil {
+		return err
+	}
+	m.summariseProfile(ctx)
+	return nil
+}
+
+// seqAt is the stream's last sequence in the first sample taken at or
+// after t.
+func (m *monitor) seqAt(t time.Time) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.samples {
+		if !s.t.Before(t) {
+			return s.lastSeq, true
+		}
+	}
+	return 0, false
+}
+
+func (m *monitor) lastSample() sample {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.samples) == 0 {
+		return sample{}
+	}
+	return m.samples[len(m.samples)-1]
+}
+
+// sampler reads the varbind stream and the projector's consumer twice a
+// second until ctx ends.
+func (m *monitor) sampler(ctx context.Context) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s, err := m.sampleOnce(ctx)
+		if err != nil {
+			continue
+		}
+		m.mu.Lock()
+		m.samples = append(m.samples, s)
+		m.mu.Unlock()
+	}
+}
+
+func (m *monitor) sampleOnce(ctx context.Context) (sample, error) {
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s := sample{t: time.Now()}
+	st, err := m.r.js.Stream(qctx, streams.StreamVarbinds)
+	if err != nil {
+		return s, err
+	}
+	si, err := st.Info(qctx)
+	if err != nil {
+		return s, err
+	}
+	s.lastSeq, s.bytes, s.firstSeq = si.State.LastSeq, si.State.Bytes, si.State.FirstSeq
+	cons, err := st.Consumer(qctx, streams.ConsumerProjectorVarbinds)
+	if err != nil {
+		// Not created yet: nothing committed.
+		return s, nil
+	}
+	ci, err := cons.Info(qctx)
+	if err != nil {
+		return s, err
+	}
+	s.ackFloor = ci.AckFloor.Stream
+	if s.ackFloor < s.lastSeq {
+		if msg, err := st.GetMsg(qctx, s.ackFloor+1); err == nil {
+			s.lag = s.t.Sub(msg.Time).Seconds()
+		} else if errors.Is(err, jetstream.ErrMsgNotFound) {
+			s.lag = 0
+		}
+	}
+	return s, nil
+}
+
+func (m *monitor) executions(ctx context.Context) ([]execRow, error) {
+	q, err := m.r.db.Query(ctx, `SELECT job_id, olt_id, status, scheduled_at, started_at, finished_at, varbinds FROM executions`)
+	if err != nil {
+		// The schema may not exist yet in the first seconds.
+		return nil, nil
+	}
+	defer q.Close()
+	var out []execRow
+	for q.Next() {
+		var e execRow
+		if err := q.Scan(&e.job, &e.olt, &e.status, &e.scheduled, &e.started, &e.finished, &e.varbinds); err != nil {
+			return nil, fmt.Errorf("read executions: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, q.Err()
+}
+
+func firstScheduled(rows []execRow) (time.Time, bool) {
+	var t0 time.Time
+	for _, e := range rows {
+		if e.scheduled != nil && (t0.IsZero() || e.scheduled.Before(t0)) {
+			t0 = *e.scheduled
+		}
+	}
+	return t0, !t0.IsZero()
+}
+
+func anyStarted(rows []execRow) bool {
+	for _, e := range rows {
+		if e.started != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// window is one cycle: the executions scheduled within half an interval
+// of t0 + (k-1) x interval.
+type window struct {
+	terminal, open int
+	varbinds       int64
+	start, end     time.Time // first started, last finished
+	lateness       []float64
+}
+
+func windows(rows []execRow, t0 time.Time, interval time.Duration) map[int]*window {
+	out := map[int]*window{}
+	for _, e := range rows {
+		if e.scheduled == nil {
+			continue
+		}
+		k := int(math.Floor(e.scheduled.Sub(t0).Seconds()/interval.Seconds()+0.5)) + 1
+		w := out[k]
+		if w == nil {
+			w = &window{}
+			out[k] = w
+		}
+		switch e.status {
+		case "PENDING", "RUNNING":
+			w.open++
+		default:
+			w.terminal++
+		}
+		w.varbinds += e.varbinds
+		if e.started != nil {
+			if w.start.IsZero() || e.started.Before(w.start) {
+				w.start = *e.started
+			}
+			w.lateness = append(w.lateness, e.started.Sub(*e.scheduled).Seconds())
+		}
+		if e.finished != nil && e.finished.After(w.end) {
+			w.end = *e.finished
+		}
+	}
+	return out
+}
+
+// startProfiles takes a CPU profile of every service, in the background.
+func (m *monitor) startProfiles(ctx context.Context, seconds int) {
+	dir := filepath.Join(m.r.tmp, "profiles")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	for _, p := range m.r.procs {
+		if p.pprofAddr == "" {
+			continue
+		}
+		m.profWG.Add(1)
+		go func() {
+			defer m.profWG.Done()
+			pctx, cancel := context.WithTimeout(ctx, time.Duration(seconds+30)*time.Second)
+			defer cancel()
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprofAddr, seconds)
+			body, err := fetch(pctx, url)
+			if err != nil {
+				return
+			}
+			path := filepath.Join(dir, p.name+".pprof")
+			if os.WriteFile(path, body, 0o600) == nil {
+				m.profMu.Lock()
+				m.profiles[p.name] = path
+				m.profMu.Unlock()
+			}
+		}()
+	}
+}
+
+// usage reads CPU and peak RSS of every process before they stop.
+func (m *monitor) usage(ctx context.Context) {
+	add := func(name string, u procUsage) {
+		m.res.Processes = append(m.res.Processes, Process{Name: name, CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSS})
+	}
+	for _, p := range m.r.procs {
+		if u, err := readUsage(p.cmd.Process.Pid, false); err == nil {
+			add(p.name, u)
+		}
+	}
+	if u, err := readUsage(m.r.sim.cmd.Process.Pid, false); err == nil {
+		add("oltsim (simulator)", u)
+	}
+	if u, err := readUsage(os.Getpid(), false); err == nil {
+		add("facho bench (embedded NATS, baseline clients)", u)
+	}
+	// Postgres: the postmaster with its exited and live backends, since
+	// the bench connected.
+	if pid := m.r.postmaster(ctx); pid > 1 {
+		if cpu, err := treeCPU(pid); err == nil {
+			m.res.Processes = append(m.res.Processes, Process{Name: "postgres (server)", CPUSeconds: cpu - m.r.pgCPU0})
+		}
+	}
+}
+
+// summariseProfile runs go tool pprof -top on the profile of the service
+// that used the most CPU.
+func (m *monitor) summariseProfile(ctx context.Context) {
+	var hot *Process
+	for i := range m.res.Processes {
+		p := &m.res.Processes[i]
+		if _, ok := m.profiles[p.Name]; ok && (hot == nil || p.CPUSeconds > hot.CPUSeconds) {
+			hot = p
+		}
+	}
+	if hot == nil {
+		return
+	}
+	var binPath string
+	for _, p := range m.r.procs {
+		if p.name == hot.Name {
+			binPath = p.cmd.Path
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	m.res.ProfileService = hot.Name
+	for _, sort := range []string{"-flat", "-cum"} {
+		out, err := exec.CommandContext(pctx, "go", "tool", "pprof", "-top", sort, "-nodecount=25", binPath, m.profiles[hot.Name]).Output()
+		if err != nil {
+			m.res.ProfileTop += "go tool pprof " + sort + " failed: " + err.Error() + "\n"
+			continue
+		}
+		m.res.ProfileTop += string(out)
+	}
+}

@@ -1,0 +1,403 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gosnmp/gosnmp"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// Result is what a bench run measured. The JSON keys are stable.
+type Result struct {
+	Started         time.Time `json:"started"`
+	Host            string    `json:"host"`
+	CPUs            int       `json:"cpus"`
+	OLTs            int       `json:"olts"`
+	Shape           string    `json:"shape"`
+	ONUsPerOLT      int       `json:"onus_per_olt"`
+	Cycles          int       `json:"cycles"`
+	IntervalSeconds float64   `json:"interval_seconds"`
+	Pollers         int       `json:"pollers"`
+	Workers         int       `json:"workers_per_poller"`
+	MaxRepetitions  int       `json:"max_repetitions"`
+	Postgres        string    `json:"postgres"`
+	// Incomplete says why fewer cycles than asked were measured.
+	Incomplete string `json:"incomplete,omitempty"`
+
+	Varbinds              int64   `json:"varbinds"`
+	WalkVarbindsPerS      float64 `json:"walk_varbinds_per_s"`
+	EndToEndVarbindsPerS  float64 `json:"end_to_end_varbinds_per_s"`
+	CycleSeconds          float64 `json:"cycle_seconds"`
+	LatenessP50Seconds    float64 `json:"lateness_p50_seconds"`
+	LatenessP99Seconds    float64 `json:"lateness_p99_seconds"`
+	LagP99Seconds         float64 `json:"lag_published_to_committed_p99_seconds"`
+	StreamBytesPerVarbind float64 `json:"stream_bytes_per_varbind"`
+	// StreamDiskBytesPerVarbind: the stream's folder in the JetStream
+	// store (after its store compression) over the same varbinds.
+	StreamDiskBytesPerVarbind float64    `json:"stream_disk_bytes_per_varbind"`
+	PostgresBytesPerONU       float64    `json:"postgres_onu_data_bytes_per_onu"`
+	PostgresDatabaseBytes     int64      `json:"postgres_database_bytes"`
+	ONUs                      int64      `json:"onus_in_onu_data"`
+	VarbindsPerCPUSecond      float64    `json:"varbinds_per_cpu_second"`
+	PerCycle                  []Cycle    `json:"per_cycle"`
+	Processes                 []Process  `json:"processes"`
+	Baselines                 []Baseline `json:"baselines"`
+	Ratios                    []Ratio    `json:"ratios"`
+	ProfileService            string     `json:"profile_service,omitempty"`
+	ProfileTop                string     `json:"profile_top,omitempty"`
+	StreamNote                string     `json:"stream_note,omitempty"`
+}
+
+// Cycle is one discovery+GET cycle over the fleet.
+type Cycle struct {
+	Cycle                int     `json:"cycle"`
+	Executions           int     `json:"executions"`
+	Varbinds             int64   `json:"varbinds"`
+	WalkSeconds          float64 `json:"walk_seconds"`
+	EndToEndSeconds      float64 `json:"end_to_end_seconds"`
+	WalkVarbindsPerS     float64 `json:"walk_varbinds_per_s"`
+	EndToEndVarbindsPerS float64 `json:"end_to_end_varbinds_per_s"`
+	LatenessP50Seconds   float64 `json:"lateness_p50_seconds"`
+	LatenessP99Seconds   float64 `json:"lateness_p99_seconds"`
+}
+
+// Process is one process's CPU and peak memory over the run.
+type Process struct {
+	Name              string  `json:"name"`
+	CPUSeconds        float64 `json:"cpu_seconds"`
+	PeakRSSBytes      int64   `json:"peak_rss_bytes,omitempty"`
+	VarbindsPerCPUSec float64 `json:"varbinds_per_cpu_second"`
+}
+
+// Ratio is Facho against one baseline of the same run.
+type Ratio struct {
+	Baseline string `json:"baseline"`
+	// Walk and EndToEnd: Facho's varbinds/s over the baseline's (> 1:
+	// Facho faster). PollerCPUPerVarbind: the pollers' CPU per varbind
+	// over the baseline client's (< 1: Facho cheaper).
+	Walk                float64 `json:"walk"`
+	EndToEnd            float64 `json:"end_to_end"`
+	PollerCPUPerVarbind float64 `json:"poller_cpu_per_varbind,omitempty"`
+}
+
+// figures computes the result from the executions and the samples.
+func (m *monitor) figures(ctx context.Context, rows []execRow) error {
+	res, cfg := m.res, m.r.cfg
+	m.mu.Lock()
+	samples := append([]sample(nil), m.samples...)
+	m.mu.Unlock()
+	t0, ok := firstScheduled(rows)
+	if !ok {
+		return fmt.Errorf("no execution ran")
+	}
+	win := windows(rows, t0, cfg.Interval)
+	var allLate []float64
+	var walkSum, e2eSum float64
+	var vbSum int64
+	var spanStart, spanEnd time.Time
+	for k := 1; k <= cfg.Cycles; k++ {
+		w := win[k]
+		if w == nil || w.start.IsZero() || w.end.IsZero() {
+			continue
+		}
+		c := Cycle{Cycle: k, Executions: w.terminal + w.open, Varbinds: w.varbinds, WalkSeconds: w.end.Sub(w.start).Seconds()}
+		// Committed: the first sample whose ack floor reaches the stream's
+		// last sequence as it was when the last walk of the cycle ended.
+		var target uint64
+		found := false
+		for _, s := range samples {
+			if !s.t.Before(w.end) {
+				target, found = s.lastSeq, true
+				break
+			}
+		}
+		if found {
+			for _, s := range samples {
+				if !s.t.Before(w.end) && s.ackFloor >= target {
+					c.EndToEndSeconds = s.t.Sub(w.start).Seconds()
+					if spanEnd.Before(s.t) {
+						spanEnd = s.t
+					}
+					break
+				}
+			}
+		}
+		if spanStart.IsZero() || w.start.Before(spanStart) {
+			spanStart = w.start
+		}
+		late := sortedCopy(w.lateness)
+		c.LatenessP50Seconds, c.LatenessP99Seconds = percentile(late, 0.50), percentile(late, 0.99)
+		allLate = append(allLate, w.lateness...)
+		if c.WalkSeconds > 0 {
+			c.WalkVarbindsPerS = float64(c.Varbinds) / c.WalkSeconds
+		}
+		if c.EndToEndSeconds > 0 {
+			c.EndToEndVarbindsPerS = float64(c.Varbinds) / c.EndToEndSeconds
+			e2eSum += c.EndToEndSeconds
+			walkSum += c.WalkSeconds
+			vbSum += c.Varbinds
+		}
+		res.PerCycle = append(res.PerCycle, c)
+	}
+	res.Varbinds = vbSum
+	if walkSum > 0 {
+		res.WalkVarbindsPerS = float64(vbSum) / walkSum
+	}
+	if e2eSum > 0 {
+		res.EndToEndVarbindsPerS = float64(vbSum) / e2eSum
+		res.CycleSeconds = e2eSum / float64(len(res.PerCycle))
+	}
+	late := sortedCopy(allLate)
+	res.LatenessP50Seconds, res.LatenessP99Seconds = percentile(late, 0.50), percentile(late, 0.99)
+	var lags []float64
+	for _, s := range samples {
+		if !s.t.Before(spanStart) && !s.t.After(spanEnd) {
+			lags = append(lags, s.lag)
+		}
+	}
+	res.LagP99Seconds = percentile(sortedCopy(lags), 0.99)
+
+	// Stream bytes: everything the varbind stream holds over every
+	// varbind of every execution (cycles beyond the measured ones too).
+	var allVarbinds int64
+	for _, e := range rows {
+		allVarbinds += e.varbinds
+	}
+	if n := len(samples); n > 0 && allVarbinds > 0 {
+		last := samples[n-1]
+		res.StreamBytesPerVarbind = float64(last.bytes) / float64(allVarbinds)
+		if disk := dirBytes(m.r.tmp, streams.StreamVarbinds); disk > 0 {
+			res.StreamDiskBytesPerVarbind = float64(disk) / float64(allVarbinds)
+		}
+		if last.firstSeq > 1 {
+			res.StreamNote = fmt.Sprintf("the stream's retention dropped batches 1..%d: bytes per varbind is underestimated", last.firstSeq-1)
+		}
+	}
+	var relBytes int64
+	if err := m.r.db.QueryRow(ctx, `SELECT pg_total_relation_size('onu_data'), (SELECT count(*) FROM onu_data), pg_database_size(current_database())`).Scan(&relBytes, &res.ONUs, &res.PostgresDatabaseBytes); err != nil {
+		return fmt.Errorf("postgres sizes: %w", err)
+	}
+	if res.ONUs > 0 {
+		res.PostgresBytesPerONU = float64(relBytes) / float64(res.ONUs)
+	}
+
+	var total, pollerCPU float64
+	for i := range res.Processes {
+		p := &res.Processes[i]
+		if p.CPUSeconds > 0 {
+			p.VarbindsPerCPUSec = float64(allVarbinds) / p.CPUSeconds
+		}
+		if strings.HasPrefix(p.Name, "poller-") {
+			pollerCPU += p.CPUSeconds
+		}
+		switch {
+		case strings.HasPrefix(p.Name, "oltsim"):
+			// The OLTs, not Facho.
+		case strings.HasPrefix(p.Name, "facho bench"):
+			// The embedded NATS, less the in-process gosnmp baseline.
+			total += p.CPUSeconds - gosnmpCPU(res.Baselines)
+		default:
+			total += p.CPUSeconds
+		}
+	}
+	if total > 0 {
+		res.VarbindsPerCPUSecond = float64(allVarbinds) / total
+	}
+	for _, b := range res.Baselines {
+		if b.Skipped != "" || b.VarbindsPerS == 0 {
+			continue
+		}
+		r := Ratio{Baseline: b.Name, Walk: res.WalkVarbindsPerS / b.VarbindsPerS, EndToEnd: res.EndToEndVarbindsPerS / b.VarbindsPerS}
+		if b.CPUSeconds > 0 && allVarbinds > 0 && b.Varbinds > 0 {
+			r.PollerCPUPerVarbind = (pollerCPU / float64(allVarbinds)) / (b.CPUSeconds / float64(b.Varbinds))
+		}
+		res.Ratios = append(res.Ratios, r)
+	}
+	return nil
+}
+
+// dirBytes is the size of the files under every folder named name
+// below root (a stream's folder in the JetStream store).
+func dirBytes(root, name string) int64 {
+	var total int64
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(path, string(filepath.Separator)+name+string(filepath.Separator)) {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total
+}
+
+// gosnmpCPU is the CPU of the baseline that ran in the bench's process.
+func gosnmpCPU(bs []Baseline) float64 {
+	for _, b := range bs {
+		if strings.HasPrefix(b.Name, "gosnmp") {
+			return b.CPUSeconds
+		}
+	}
+	return 0
+}
+
+// WriteJSON writes the result as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable prints the result as tables.
+func (r *Result) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "facho bench: %d OLTs x %d ONUs (%s), %d cycles every %s, %d pollers x %d workers, max-repetitions %d, %d CPUs\n",
+		r.OLTs, r.ONUsPerOLT, r.Shape, r.Cycles, time.Duration(r.IntervalSeconds*float64(time.Second)), r.Pollers, r.Workers, r.MaxRepetitions, r.CPUs)
+	if r.Incomplete != "" {
+		fmt.Fprintf(tw, "INCOMPLETE: %s\n", r.Incomplete)
+	}
+	fmt.Fprintln(tw, "\nfigure\tvalue")
+	fmt.Fprintf(tw, "walk (pollers)\t%.0f varbinds/s\n", r.WalkVarbindsPerS)
+	fmt.Fprintf(tw, "end to end (first walk started -> last batch committed)\t%.0f varbinds/s\n", r.EndToEndVarbindsPerS)
+	fmt.Fprintf(tw, "cycle time (mean, end to end)\t%.1f s\n", r.CycleSeconds)
+	fmt.Fprintf(tw, "lateness started - scheduled p50 / p99\t%.2f s / %.2f s\n", r.LatenessP50Seconds, r.LatenessP99Seconds)
+	fmt.Fprintf(tw, "lag published -> committed p99\t%.2f s\n", r.LagP99Seconds)
+	fmt.Fprintf(tw, "stream bytes per varbind (JetStream's count / on disk)\t%.1f / %.1f\n", r.StreamBytesPerVarbind, r.StreamDiskBytesPerVarbind)
+	fmt.Fprintf(tw, "onu_data bytes per ONU (%d ONUs; table, indexes, dead rows)\t%.0f\n", r.ONUs, r.PostgresBytesPerONU)
+	fmt.Fprintf(tw, "varbinds per CPU-second (services, NATS, Postgres)\t%.0f\n", r.VarbindsPerCPUSecond)
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "cycle\texecutions\tvarbinds\twalk s\tend-to-end s\twalk vb/s\te2e vb/s\tlate p50 s\tlate p99 s")
+	for _, c := range r.PerCycle {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\n", c.Cycle, c.Executions, c.Varbinds, c.WalkSeconds, c.EndToEndSeconds, c.WalkVarbindsPerS, c.EndToEndVarbindsPerS, c.LatenessP50Seconds, c.LatenessP99Seconds)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "process\tCPU s\tpeak RSS MiB\tvarbinds per CPU-s")
+	for _, p := range r.Processes {
+		rss := "-"
+		if p.PeakRSSBytes > 0 {
+			rss = fmt.Sprintf("%.0f", float64(p.PeakRSSBytes)/(1<<20))
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.0f\n", p.Name, p.CPUSeconds, rss, p.VarbindsPerCPUSec)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "baseline (same simulated tables)\tOLTs\tvarbinds/s\tvarbinds per CPU-s\tFacho walk x\tFacho e2e x\tpoller CPU/varbind x")
+	for _, b := range r.Baselines {
+		switch {
+		case b.Skipped != "":
+			fmt.Fprintf(tw, "%s\tskipped: %s\n", b.Name, b.Skipped)
+			continue
+		case b.Error != "":
+			fmt.Fprintf(tw, "%s\terror: %s\n", b.Name, b.Error)
+			continue
+		}
+		var ra Ratio
+		for _, x := range r.Ratios {
+			if x.Baseline == b.Name {
+				ra = x
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\n", b.Name, b.OLTs, b.VarbindsPerS, b.VarbindsPerCPUSec, ra.Walk, ra.EndToEnd, ra.PollerCPUPerVarbind)
+	}
+	tw.Flush()
+	if r.StreamNote != "" {
+		fmt.Fprintln(w, "note:", r.StreamNote)
+	}
+	if r.ProfileTop != "" {
+		fmt.Fprintf(w, "\nCPU profile of the hottest service (%s):\n%s", r.ProfileService, r.ProfileTop)
+	}
+}
+
+// progress is the one-line progress report on stderr: rewritten in place
+// on a terminal, one line every 10 s otherwise.
+type progress struct {
+	mu   sync.Mutex
+	w    io.Writer
+	tty  bool
+	last time.Time
+	text string
+}
+
+func (p *progress) set(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s == p.text {
+		return
+	}
+	p.text = s
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", s)
+		return
+	}
+	if time.Since(p.last) >= 10*time.Second || !strings.HasPrefix(s, "cycles walked") {
+		p.last = time.Now()
+		fmt.Fprintln(p.w, s)
+	}
+}
+
+// line prints a line that stays (a skipped baseline).
+func (p *progress) line(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s\n", s)
+		p.text = ""
+		return
+	}
+	fmt.Fprintln(p.w, s)
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+func fetch(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %d", url, resp.StatusCode)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// snmpAnswers says whether the OLT at host:port answers a GETNEXT.
+func snmpAnswers(ctx context.Context, host string, port int, community string) bool {
+	g := &gosnmp.GoSNMP{Target: host, Port: uint16(port), Community: community, Version: gosnmp.Version2c, Timeout: 500 * time.Millisecond, Retries: 0, Context: ctx}
+	if err := g.Connect(); err != nil {
+		return false
+	}
+	defer g.Conn.Close()
+	_, err := g.GetNext([]string{"1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3"})
+	return err == nil
+}
+
+func numCPU() int { return runtime.NumCPU() }

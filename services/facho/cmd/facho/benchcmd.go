@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/services/facho/bench"
+	"github.com/facho-olt/facho/services/oltsim"
+)
+
+// runBench is `facho bench`: the whole pipeline against a simulated fleet,
+// with the baselines of the same run (see services/facho/bench).
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	olts := fs.Int("olts", 1000, "simulated Huawei OLTs")
+	shapeText := fs.String("shape", "1x16x64", "simulated OLT shape: SLOTSxPORTSxONUS (default 1,024 ONUs)")
+	cycles := fs.Int("cycles", 3, "discovery + GET cycles measured")
+	interval := fs.Duration("interval", 5*time.Minute, "interval of the discovery and GET jobs (at least 10s)")
+	pollers := fs.Int("pollers", 2, "poller processes")
+	workers := fs.Int("workers", 4, "workers per poller (FACHO_POLLER_WORKERS)")
+	reps := fs.Int("max-repetitions", 10, "GETBULK max-repetitions of the pollers and of the same-setting baselines")
+	baselineOLTs := fs.Int("baseline-olts", 0, "OLTs the baselines walk (default: min(olts, 50))")
+	timeout := fs.Duration("timeout", 0, "give up waiting for the cycles after this (default cycles x interval + 20m); partial figures are reported")
+	profile := fs.Int("profile-seconds", 30, "CPU profile of every service over the first N seconds of the first cycle (0: none, at most 50)")
+	jsonPath := fs.String("json", "", "also write the result as JSON to this file")
+	binDir := fs.String("bin", "", "folder of prebuilt facho-planner, facho-poller, facho-projector, facho-auditor, facho-api and oltsim (default: go build them)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: facho bench [flags]\n\nRuns the simulator, embedded JetStream, Postgres and every service binary as\nproduction does, then prints walk and end-to-end figures beside gosnmp,\nsnmpbulkwalk and snmp_exporter on the same tables.\n\nflags:\n")
+		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nenvironment:\n  DATABASE_URL  server where the bench creates and drops a database of its own;\n                unset or not answering: a private cluster in a temporary folder\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	shape, err := oltsim.ParseShape(*shapeText)
+	if err != nil {
+		return err
+	}
+	tty := false
+	if f, ok := stderr.(*os.File); ok {
+		tty = isatty.IsTerminal(f.Fd())
+	}
+	cfg := bench.Config{
+		OLTs: *olts, Shape: shape, Cycles: *cycles, Interval: *interval, Pollers: *pollers, Workers: *workers,
+		MaxRepetitions: *reps, BaselineOLTs: *baselineOLTs, Timeout: *timeout, ProfileSeconds: *profile,
+		DatabaseURL: getenv("DATABASE_URL"), BinDir: *binDir, Progress: stderr, TTY: tty,
+		Log: zerolog.New(stderr).Level(zerolog.WarnLevel).With().Timestamp().Str("service", "bench").Logger(),
+	}
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	res.WriteTable(stdout)
+	if *jsonPath != "" {
+		f, err := os.Create(*jsonPath)
+		if err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+		if err := res.WriteJSON(f); err != nil {
+			f.Close()
+			return fmt.Errorf("json: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("json: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,470 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// IndexSpec says, as data, how a table's row index (the OID arcs after a
+// column) names an ONU. The index is read part by part, left to right:
+//
+//   - "int": one arc, an unsigned integer; Fields unpack a vendor-packed
+//     integer (Huawei's and ZTE's PON ifIndex, FiberHome's row index, Nokia's
+//     ONT index) into named bit fields (frame, slot, port, onu, ...);
+//   - "string": an OCTET STRING index as SNMP encodes it, a length arc then
+//     that many byte arcs (e.g. a table indexed by the ONU serial);
+//   - "fixed": Length byte arcs without a length arc (a MAC address);
+//   - "implied": every arc left, as bytes (an IMPLIED OCTET STRING, last).
+//
+// The ONU's key in onu_data (pon_index, onu_id) is made of references to
+// what was read (see IndexRef), and PortName is the human name of the ONU
+// ("{frame}/{slot}/{port}:{onu}"), a template over the same names.
+type IndexSpec struct {
+	Parts []IndexPart `json:"parts" yaml:"parts"`
+	// Rest says what may follow the parts: "" nothing, "numeric" any
+	// number of integer arcs naming no other ONU (ZTE's optical table is
+	// indexed <pon>.<onu>.1), ignored.
+	Rest string `json:"rest,omitempty" yaml:"rest,omitempty"`
+	// PonIndex and ONUID are references to what was read: a part or field
+	// name ("pon"), one shifted left ("slot<<8"), a packed part keeping
+	// only some of its fields' bits ("index[slot,pon]"), a string part
+	// hashed to an integer ("hash(serial)", FNV-1a, 31 bits), a constant,
+	// or a sum of those ("285278208+slot<<8+port": a table indexed in
+	// another tree lands on the same ONU key).
+	PonIndex string `json:"pon_index" yaml:"pon_index"`
+	ONUID    string `json:"onu_id" yaml:"onu_id"`
+	// PortName is a template: "{name}" is replaced by the part's or
+	// field's value ("gpon-onu_{shelf}/{slot}/{port}:{onu}").
+	PortName string `json:"port_name,omitempty" yaml:"port_name,omitempty"`
+}
+
+// IndexPart is one part of a row index.
+type IndexPart struct {
+	Name   string     `json:"name" yaml:"name"`
+	Type   string     `json:"type" yaml:"type"`
+	Length int        `json:"length,omitempty" yaml:"length,omitempty"`
+	Fields []BitField `json:"fields,omitempty" yaml:"fields,omitempty"`
+}
+
+// BitField is a field of a packed integer: (value >> Shift) & (2^Bits-1),
+// plus Add (a vendor numbering from 1 where the bits count from 0).
+type BitField struct {
+	Name  string `json:"name" yaml:"name"`
+	Shift uint   `json:"shift" yaml:"shift"`
+	Bits  uint   `json:"bits" yaml:"bits"`
+	Add   int64  `json:"add,omitempty" yaml:"add,omitempty"`
+}
+
+// Index part types.
+const (
+	PartInt     = "int"
+	PartString  = "string"
+	PartFixed   = "fixed"
+	PartImplied = "implied"
+)
+
+// Index rest rules (IndexSpec.Rest).
+const (
+	RestNone    = ""
+	RestNumeric = "numeric"
+)
+
+// BuiltinIndex returns the definition of a named index scheme of
+// BrandUpserted.IndexScheme ("pon.onu", "fiberhome"); false for others.
+func BuiltinIndex(name string) (IndexSpec, bool) {
+	switch name {
+	case IndexSchemePonONU:
+		return IndexSpec{
+			Parts:    []IndexPart{{Name: "pon", Type: PartInt}, {Name: "onu", Type: PartInt}},
+			Rest:     RestNumeric,
+			PonIndex: "pon", ONUID: "onu", PortName: "{pon}:{onu}",
+		}, true
+	case IndexSchemeFiberhome:
+		return IndexSpec{
+			Parts: []IndexPart{{Name: "index", Type: PartInt, Fields: []BitField{
+				{Name: "slot", Shift: 25, Bits: 7}, {Name: "pon", Shift: 19, Bits: 6}, {Name: "onu", Shift: 8, Bits: 11},
+			}}},
+			PonIndex: "index[slot,pon]", ONUID: "onu", PortName: "{slot}/{pon}:{onu}",
+		}, true
+	}
+	return IndexSpec{}, false
+}
+
+// ResolveIndex is the index definition a brand, NodeDue or batch carries:
+// its own Index when it has one, else the built-in named scheme.
+func ResolveIndex(scheme string, spec *IndexSpec) (IndexSpec, error) {
+	if spec != nil {
+		return *spec, spec.Validate()
+	}
+	s, ok := BuiltinIndex(scheme)
+	if !ok {
+		return IndexSpec{}, fmt.Errorf("index scheme %q: want one of %v or an index definition", scheme, IndexSchemes())
+	}
+	return s, nil
+}
+
+var (
+	indexNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+	refRE       = regexp.MustCompile(`^(?:([a-z][a-z0-9_]*)(?:<<(\d{1,2})|\[([a-z0-9_,]+)\])?|hash\(([a-z][a-z0-9_]*)\)|(\d{1,18}))$`)
+	templRE     = regexp.MustCompile(`\{([^{}]*)\}`)
+)
+
+// maxIndexParts bounds IndexSpec.Parts.
+const maxIndexParts = 8
+
+// Validate checks the definition: known part types, unique names, fields
+// within 63 bits, references and template names that exist.
+func (s IndexSpec) Validate() error {
+	if len(s.Parts) == 0 || len(s.Parts) > maxIndexParts {
+		return fmt.Errorf("index: want 1..%d parts", maxIndexParts)
+	}
+	names := map[string]string{} // name -> "int", "field", "string"
+	for i, p := range s.Parts {
+		if !indexNameRE.MatchString(p.Name) {
+			return fmt.Errorf("index part %d: name %q: want lower-case letters, digits, _", i+1, p.Name)
+		}
+		if _, dup := names[p.Name]; dup {
+			return fmt.Errorf("index part %q: name used twice", p.Name)
+		}
+		switch p.Type {
+		case PartInt:
+			names[p.Name] = "int"
+		case PartString:
+			names[p.Name] = "string"
+		case PartFixed:
+			if p.Length < 1 || p.Length > 128 {
+				return fmt.Errorf("index part %q: fixed length %d: want 1..128", p.Name, p.Length)
+			}
+			names[p.Name] = "string"
+		case PartImplied:
+			if i != len(s.Parts)-1 {
+				return fmt.Errorf("index part %q: an implied string must be the last part", p.Name)
+			}
+			if s.Rest != RestNone {
+				return fmt.Errorf("index part %q: an implied string takes every arc left: rest must be empty", p.Name)
+			}
+			names[p.Name] = "string"
+		default:
+			return fmt.Errorf("index part %q: type %q: want int, string, fixed or implied", p.Name, p.Type)
+		}
+		if len(p.Fields) > 0 && p.Type != PartInt {
+			return fmt.Errorf("index part %q: only an int part has fields", p.Name)
+		}
+		for _, f := range p.Fields {
+			if !indexNameRE.MatchString(f.Name) {
+				return fmt.Errorf("index part %q: field name %q: want lower-case letters, digits, _", p.Name, f.Name)
+			}
+			if _, dup := names[f.Name]; dup {
+				return fmt.Errorf("index part %q: field %q: name used twice", p.Name, f.Name)
+			}
+			if f.Bits < 1 || f.Shift+f.Bits > 63 {
+				return fmt.Errorf("index part %q: field %q: shift %d + bits %d must stay within 63 bits", p.Name, f.Name, f.Shift, f.Bits)
+			}
+			names[f.Name] = "field:" + p.Name
+		}
+	}
+	switch s.Rest {
+	case RestNone, RestNumeric:
+	default:
+		return fmt.Errorf("index rest %q: want empty or %q", s.Rest, RestNumeric)
+	}
+	for _, r := range []struct{ what, ref string }{{"pon_index", s.PonIndex}, {"onu_id", s.ONUID}} {
+		if err := checkRef(r.ref, names, s.Parts); err != nil {
+			return fmt.Errorf("index %s: %w", r.what, err)
+		}
+	}
+	for _, m := range templRE.FindAllStringSubmatch(s.PortName, -1) {
+		if _, ok := names[m[1]]; !ok {
+			return fmt.Errorf("index port_name: {%s} names no part or field", m[1])
+		}
+	}
+	return nil
+}
+
+func checkRef(ref string, names map[string]string, parts []IndexPart) error {
+	terms := strings.Split(ref, "+")
+	if ref == "" || len(terms) > maxIndexParts*2 {
+		return fmt.Errorf("%q: want a name, name<<n, name[field,...], hash(name), a number, or a sum of them", ref)
+	}
+	for _, t := range terms {
+		if err := checkTerm(strings.TrimSpace(t), names); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkTerm(ref string, names map[string]string) error {
+	m := refRE.FindStringSubmatch(ref)
+	if m == nil {
+		return fmt.Errorf("%q: want a name, name<<n, name[field,...], hash(name) or a number", ref)
+	}
+	switch {
+	case m[5] != "":
+		return nil
+	case m[4] != "":
+		if names[m[4]] != "string" {
+			return fmt.Errorf("%q: hash() takes a string part", ref)
+		}
+		return nil
+	}
+	kind, ok := names[m[1]]
+	if !ok {
+		return fmt.Errorf("%q names no part or field", ref)
+	}
+	if kind == "string" {
+		return fmt.Errorf("%q is a string: use hash(%s)", ref, m[1])
+	}
+	if m[3] == "" {
+		return nil
+	}
+	if kind != "int" {
+		return fmt.Errorf("%q: [fields] applies to an int part", ref)
+	}
+	for _, f := range strings.Split(m[3], ",") {
+		if names[f] != "field:"+m[1] {
+			return fmt.Errorf("%q: %q is not a field of %s", ref, f, m[1])
+		}
+	}
+	return nil
+}
+
+// ParsedIndex is a row index read through an IndexSpec.
+type ParsedIndex struct {
+	PonIndex int64
+	ONUID    int64
+	// Index is the ONU's row index (the arcs the parts took, without the
+	// ignored rest), PortName its human name.
+	Index    string
+	PortName string
+}
+
+// Parse reads a row index (dotted arcs after the column OID).
+func (s IndexSpec) Parse(suffix string) (ParsedIndex, error) {
+	arcs := strings.Split(suffix, ".")
+	ints := map[string]int64{}
+	strs := map[string]string{}
+	texts := map[string]string{}
+	at := 0
+	next := func() (uint64, error) {
+		if at >= len(arcs) {
+			return 0, fmt.Errorf("index %q: too short", suffix)
+		}
+		v, err := strconv.ParseUint(arcs[at], 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("index %q: arc %q is not a number", suffix, arcs[at])
+		}
+		at++
+		return v, nil
+	}
+	readBytes := func(n int) ([]byte, error) {
+		b := make([]byte, 0, n)
+		for range n {
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			if v > 255 {
+				return nil, fmt.Errorf("index %q: string arc %d is not a byte", suffix, v)
+			}
+			b = append(b, byte(v))
+		}
+		return b, nil
+	}
+	for _, p := range s.Parts {
+		var b []byte
+		switch p.Type {
+		case PartInt:
+			v, err := next()
+			if err != nil {
+				return ParsedIndex{}, err
+			}
+			ints[p.Name] = int64(v)
+			texts[p.Name] = strconv.FormatUint(v, 10)
+			for _, f := range p.Fields {
+				fv := int64(v>>f.Shift&(1<<f.Bits-1)) + f.Add
+				ints[f.Name] = fv
+				texts[f.Name] = strconv.FormatInt(fv, 10)
+			}
+			continue
+		case PartString:
+			n, err := next()
+			if err != nil {
+				return ParsedIndex{}, err
+			}
+			if n > 128 {
+				return ParsedIndex{}, fmt.Errorf("index %q: string length %d", suffix, n)
+			}
+			if b, err = readBytes(int(n)); err != nil {
+				return ParsedIndex{}, err
+			}
+		case PartFixed:
+			var err error
+			if b, err = readBytes(p.Length); err != nil {
+				return ParsedIndex{}, err
+			}
+		case PartImplied:
+			var err error
+			if b, err = readBytes(len(arcs) - at); err != nil {
+				return ParsedIndex{}, err
+			}
+		default:
+			return ParsedIndex{}, fmt.Errorf("index part %q: type %q", p.Name, p.Type)
+		}
+		strs[p.Name] = string(b)
+		texts[p.Name] = printableIndex(b)
+	}
+	used := at
+	switch s.Rest {
+	case RestNumeric:
+		for at < len(arcs) {
+			if _, err := next(); err != nil {
+				return ParsedIndex{}, err
+			}
+		}
+	default:
+		if at != len(arcs) {
+			return ParsedIndex{}, fmt.Errorf("index %q: %d arcs left over", suffix, len(arcs)-at)
+		}
+	}
+	pon, err := s.eval(s.PonIndex, ints, strs)
+	if err != nil {
+		return ParsedIndex{}, fmt.Errorf("index %q: pon_index: %w", suffix, err)
+	}
+	onu, err := s.eval(s.ONUID, ints, strs)
+	if err != nil {
+		return ParsedIndex{}, fmt.Errorf("index %q: onu_id: %w", suffix, err)
+	}
+	name := templRE.ReplaceAllStringFunc(s.PortName, func(m string) string { return texts[m[1:len(m)-1]] })
+	return ParsedIndex{PonIndex: pon, ONUID: onu, Index: strings.Join(arcs[:used], "."), PortName: name}, nil
+}
+
+func (s IndexSpec) eval(ref string, ints map[string]int64, strs map[string]string) (int64, error) {
+	var sum int64
+	for _, t := range strings.Split(ref, "+") {
+		v, err := s.evalTerm(strings.TrimSpace(t), ints, strs)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+func (s IndexSpec) evalTerm(ref string, ints map[string]int64, strs map[string]string) (int64, error) {
+	m := refRE.FindStringSubmatch(ref)
+	switch {
+	case m == nil:
+		return 0, fmt.Errorf("bad reference %q", ref)
+	case m[5] != "":
+		return strconv.ParseInt(m[5], 10, 64)
+	case m[4] != "":
+		h := fnv.New32a()
+		h.Write([]byte(strs[m[4]]))
+		return int64(h.Sum32() & 0x7fffffff), nil
+	}
+	v, ok := ints[m[1]]
+	if !ok {
+		return 0, fmt.Errorf("%q names no integer", ref)
+	}
+	switch {
+	case m[2] != "":
+		n, _ := strconv.Atoi(m[2])
+		return v << n, nil
+	case m[3] == "":
+		return v, nil
+	}
+	var keep int64
+	for _, f := range strings.Split(m[3], ",") {
+		bf, ok := s.field(f)
+		if !ok {
+			return 0, fmt.Errorf("%q: no field %q", ref, f)
+		}
+		keep |= (1<<bf.Bits - 1) << bf.Shift
+	}
+	return v & keep, nil
+}
+
+func (s IndexSpec) field(name string) (BitField, bool) {
+	for _, p := range s.Parts {
+		for _, f := range p.Fields {
+			if f.Name == name {
+				return f, true
+			}
+		}
+	}
+	return BitField{}, false
+}
+
+// ErrNoRowIndex: the scheme's key cannot be turned back into a row index
+// (a string part, a hashed key), so a get cannot address the ONU.
+var ErrNoRowIndex = errors.New("the index scheme cannot rebuild a row index from pon_index and onu_id")
+
+// Format is the inverse of Parse for the integer schemes a get can read:
+// the row index of ONU onu of PON pon. Every part must be an int that is
+// the pon_index or the onu_id, or a packed int holding them.
+func (s IndexSpec) Format(pon, onu int64) (string, error) {
+	ponRef := refRE.FindStringSubmatch(s.PonIndex)
+	onuRef := refRE.FindStringSubmatch(s.ONUID)
+	if ponRef == nil || onuRef == nil || ponRef[1] == "" || onuRef[1] == "" || onuRef[2] != "" || onuRef[3] != "" || ponRef[2] != "" {
+		return "", ErrNoRowIndex
+	}
+	out := make([]string, 0, len(s.Parts))
+	for _, p := range s.Parts {
+		if p.Type != PartInt {
+			return "", ErrNoRowIndex
+		}
+		switch {
+		case p.Name == ponRef[1] && ponRef[3] == "" && p.Name != onuRef[1]:
+			out = append(out, strconv.FormatInt(pon, 10))
+		case p.Name == onuRef[1]:
+			out = append(out, strconv.FormatInt(onu, 10))
+		case p.Name == ponRef[1]:
+			// A packed part holding the PON's fields and the ONU's field.
+			f, ok := s.field(onuRef[1])
+			if !ok || !hasField(p, f.Name) {
+				return "", ErrNoRowIndex
+			}
+			v := onu - f.Add
+			if v < 0 || v >= 1<<f.Bits {
+				return "", fmt.Errorf("onu_id %d does not fit field %s", onu, f.Name)
+			}
+			out = append(out, strconv.FormatInt(pon|v<<f.Shift, 10))
+		default:
+			return "", ErrNoRowIndex
+		}
+	}
+	return strings.Join(out, "."), nil
+}
+
+func hasField(p IndexPart, name string) bool {
+	for _, f := range p.Fields {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// printableIndex shows a string index part as text when it is printable,
+// else as hex.
+func printableIndex(b []byte) string {
+	if utf8.Valid(b) {
+		ok := true
+		for _, c := range string(b) {
+			if c < 0x20 || c == 0x7f {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return string(b)
+		}
+	}
+	return fmt.Sprintf("%x", b)
+}
