@@ -2,13 +2,11 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -119,45 +117,5 @@ func (p *planner) followExec(ctx context.Context, start time.Time, out chan<- fi
 		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
 		cfg.OptStartTime = &start
 	}
-	cons, err := p.js.OrderedConsumer(ctx, streams.StreamExec, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("planner: ordered consumer on %s: %w", streams.StreamExec, err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("planner: consume %s: %w", streams.StreamExec, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			msg, err := it.Next()
-			if err != nil {
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-					return
-				}
-				p.log.Warn().Err(err).Msg("read execution stream")
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-				continue
-			}
-			f, ok, err := decodeFinish(msg.Data())
-			if err != nil {
-				p.log.Warn().Err(err).Str(telemetry.KeySubject, msg.Subject()).Msg("skip malformed execution event")
-				continue
-			}
-			if !ok {
-				continue
-			}
-			select {
-			case out <- f:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return func() { it.Stop(); <-done }, nil
+	return follow(ctx, p, streams.StreamExec, "execution events", cfg, decodeFinish, out)
 }

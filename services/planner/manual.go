@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,46 +22,20 @@ import (
 // dropped by its Nats-Msg-Id "manual:<execution_id>").
 func (p *planner) followManual(ctx context.Context, start time.Time, out chan<- streams.NodeRunRequested) (stop func(), err error) {
 	from := start.Add(-time.Minute)
-	cons, err := p.js.OrderedConsumer(ctx, streams.StreamSchedule, jetstream.OrderedConsumerConfig{
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{streams.SubjectsManualRun}, DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &from,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("planner: ordered consumer on %s: %w", streams.SubjectsManualRun, err)
 	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("planner: consume %s: %w", streams.SubjectsManualRun, err)
+	return follow(ctx, p, streams.StreamSchedule, "manual runs", cfg, decodeManual, out)
+}
+
+// decodeManual reads a manual run request; one without its ids is
+// malformed.
+func decodeManual(data []byte) (streams.NodeRunRequested, bool, error) {
+	_, req, err := streams.Decode[streams.NodeRunRequested](data)
+	if err == nil && (req.ExecutionID == "" || !streams.ValidID(req.OLTID) || req.JobID == "") {
+		err = fmt.Errorf("manual run without execution, olt or job id")
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			msg, err := it.Next()
-			if err != nil {
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-					return
-				}
-				p.log.Warn().Err(err).Msg("read manual runs")
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-				continue
-			}
-			_, req, err := streams.Decode[streams.NodeRunRequested](msg.Data())
-			if err != nil || req.ExecutionID == "" || !streams.ValidID(req.OLTID) || req.JobID == "" {
-				p.log.Warn().Err(err).Str(telemetry.KeySubject, msg.Subject()).Msg("skip malformed manual run")
-				continue
-			}
-			select {
-			case out <- req:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return func() { it.Stop(); <-done }, nil
+	return req, err == nil, err
 }
 
 // onManual queues a manual run first in its OLT's queue and dispatches it
