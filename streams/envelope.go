@@ -39,6 +39,16 @@ func VersionOf(e Event) int {
 	return 1
 }
 
+// MinVersionOf is the oldest version Decode accepts for e: e's
+// EventMinVersion when it has one (a newer version that only added
+// fields), else its current version.
+func MinVersionOf(e Event) int {
+	if v, ok := e.(interface{ EventMinVersion() int }); ok {
+		return v.EventMinVersion()
+	}
+	return VersionOf(e)
+}
+
 // ErrMalformed marks an event that can never be decoded; consumers send it to
 // the dead-letter subject instead of retrying.
 var ErrMalformed = errors.New("malformed event")
@@ -84,8 +94,11 @@ func Decode[T Event](b []byte) (Envelope, T, error) {
 	if env.Type != payload.EventType() {
 		return env, payload, fmt.Errorf("%w: type %q, want %q", ErrMalformed, env.Type, payload.EventType())
 	}
-	if want := VersionOf(payload); env.Version != want {
-		return env, payload, fmt.Errorf("%w: %s version %d not supported (want %d)", ErrMalformed, env.Type, env.Version, want)
+	if want, min := VersionOf(payload), MinVersionOf(payload); env.Version < min || env.Version > want {
+		if min == want {
+			return env, payload, fmt.Errorf("%w: %s version %d not supported (want %d)", ErrMalformed, env.Type, env.Version, want)
+		}
+		return env, payload, fmt.Errorf("%w: %s version %d not supported (want %d to %d)", ErrMalformed, env.Type, env.Version, min, want)
 	}
 	if err := DecodeData(env, &payload); err != nil {
 		return env, payload, err

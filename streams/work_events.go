@@ -325,6 +325,9 @@ type VarbindBatch struct {
 	Columns       []OIDSpec  `json:"columns"`
 	CollectedAt   time.Time  `json:"collected_at"`
 	Varbinds      []Varbind  `json:"varbinds"`
+	// Rows (version 2): varbinds grouped by table row, see VarbindRow. A
+	// batch may carry both; Varbinds then holds what is under no column.
+	Rows []VarbindRow `json:"rows,omitempty"`
 	// Last marks the final batch of this execution: every column was
 	// walked to its end, so an ONU row absent from all of the execution's
 	// batches is absent from the OLT's table (FiberHome and V-SOL omit
@@ -345,7 +348,7 @@ func (b VarbindBatch) Validate() error {
 	case len(b.Columns) == 0:
 		return errors.New("no columns")
 	}
-	return nil
+	return b.validateRows()
 }
 
 // ONUState is what Facho knows of one ONU.

@@ -1,0 +1,200 @@
+package streams
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/invopop/jsonschema"
+)
+
+// VarbindBatchVersion is the current version of varbind.batch. Version 2
+// added Rows: the varbinds of a table grouped by row (one ONU), each value
+// naming its column by position, so a batch carries every column of an
+// ONU together and each OID's prefix is not repeated; about a fifth of
+// version 1's bytes. Version 1 batches (Varbinds only) stay readable:
+// a version 2 reader decodes them unchanged.
+const VarbindBatchVersion = 2
+
+// EventVersion: see VarbindBatchVersion.
+func (VarbindBatch) EventVersion() int { return VarbindBatchVersion }
+
+// EventMinVersion: version 1 batches decode as version 2 without Rows.
+func (VarbindBatch) EventMinVersion() int { return 1 }
+
+// VarbindRow is one table row read in one execution: Index is the OID
+// suffix after the column OIDs ("4194304000.1"), Values the row's
+// varbinds, each with the position of its column in VarbindBatch.Columns.
+// The varbind of value v is Columns[v.Column].OID + "." + Index.
+//
+// On the wire a row is compact: ["<index>", col, "t", "value", col, "t",
+// "value", ...] with one-letter type codes (see TypeCode).
+type VarbindRow struct {
+	Index  string
+	Values []RowValue
+}
+
+// RowValue is one varbind of a row: its column's position, its type (VT*)
+// and value as in Varbind.
+type RowValue struct {
+	Column int
+	Type   string
+	Value  string
+}
+
+// typeCodes are the wire codes of the common varbind types; any other
+// type is written with its full name (never one letter).
+var typeCodes = map[string]string{
+	VTInteger: "i", VTOctetString: "s", VTOID: "o", VTIPAddress: "a", VTCounter32: "c", VTGauge32: "g",
+	VTTimeTicks: "t", VTCounter64: "C", VTNull: "n", VTNoSuchObject: "O", VTNoSuchInstance: "N",
+	VTEndOfMibView: "E", VTOpaque: "q",
+}
+
+func typeCode(t string) string {
+	if c, ok := typeCodes[t]; ok {
+		return c
+	}
+	return t
+}
+
+func typeFromCode(c string) string {
+	if len(c) == 1 {
+		for t, code := range typeCodes {
+			if code == c {
+				return t
+			}
+		}
+	}
+	return c
+}
+
+// MarshalJSON writes the compact form. Index and values are hex, decimal
+// or dotted (see Varbind) so they need no escaping; other strings are
+// escaped by encoding/json.
+func (r VarbindRow) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(16 + len(r.Index) + 16*len(r.Values))
+	b.WriteByte('[')
+	writeJSONString(&b, r.Index)
+	for _, v := range r.Values {
+		b.WriteByte(',')
+		b.WriteString(strconv.Itoa(v.Column))
+		b.WriteByte(',')
+		writeJSONString(&b, typeCode(v.Type))
+		b.WriteByte(',')
+		writeJSONString(&b, v.Value)
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
+// writeJSONString writes s quoted, through encoding/json only when it has
+// a byte that needs escaping.
+func writeJSONString(b *bytes.Buffer, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			q, _ := json.Marshal(s) // a string always marshals
+			b.Write(q)
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+}
+
+// UnmarshalJSON reads the compact form.
+func (r *VarbindRow) UnmarshalJSON(data []byte) error {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(data, &parts); err != nil {
+		return fmt.Errorf("varbind row: %w", err)
+	}
+	if len(parts) == 0 || (len(parts)-1)%3 != 0 {
+		return fmt.Errorf("varbind row: want [index, (column, type, value)...], got %d elements", len(parts))
+	}
+	if err := json.Unmarshal(parts[0], &r.Index); err != nil {
+		return fmt.Errorf("varbind row index: %w", err)
+	}
+	r.Values = make([]RowValue, 0, (len(parts)-1)/3)
+	for i := 1; i < len(parts); i += 3 {
+		var v RowValue
+		var code string
+		if err := json.Unmarshal(parts[i], &v.Column); err != nil {
+			return fmt.Errorf("varbind row %s value %d column: %w", r.Index, len(r.Values), err)
+		}
+		if err := json.Unmarshal(parts[i+1], &code); err != nil {
+			return fmt.Errorf("varbind row %s value %d type: %w", r.Index, len(r.Values), err)
+		}
+		if err := json.Unmarshal(parts[i+2], &v.Value); err != nil {
+			return fmt.Errorf("varbind row %s value %d: %w", r.Index, len(r.Values), err)
+		}
+		v.Type = typeFromCode(code)
+		r.Values = append(r.Values, v)
+	}
+	return nil
+}
+
+// VarbindCount is how many varbinds the batch carries (Varbinds and Rows).
+func (b VarbindBatch) VarbindCount() int {
+	n := len(b.Varbinds)
+	for _, r := range b.Rows {
+		n += len(r.Values)
+	}
+	return n
+}
+
+// AllVarbinds returns every varbind of the batch in the raw form: Varbinds,
+// then each row's values with their full OIDs.
+func (b VarbindBatch) AllVarbinds() []Varbind {
+	out := make([]Varbind, 0, b.VarbindCount())
+	out = append(out, b.Varbinds...)
+	for _, r := range b.Rows {
+		for _, v := range r.Values {
+			oid := ""
+			if v.Column >= 0 && v.Column < len(b.Columns) {
+				oid = trimDots(b.Columns[v.Column].OID) + "." + r.Index
+			}
+			out = append(out, Varbind{OID: oid, Type: v.Type, Value: v.Value})
+		}
+	}
+	return out
+}
+
+func trimDots(s string) string {
+	for len(s) > 0 && s[0] == '.' {
+		s = s[1:]
+	}
+	for len(s) > 0 && s[len(s)-1] == '.' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// validateRows checks every row value names a column of the batch.
+func (b VarbindBatch) validateRows() error {
+	for _, r := range b.Rows {
+		if r.Index == "" {
+			return fmt.Errorf("row without index")
+		}
+		for _, v := range r.Values {
+			if v.Column < 0 || v.Column >= len(b.Columns) {
+				return fmt.Errorf("row %s: column %d of %d", r.Index, v.Column, len(b.Columns))
+			}
+		}
+	}
+	return nil
+}
+
+// JSONSchema describes the compact wire form of a row for schemas/.
+func (VarbindRow) JSONSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type:        "array",
+		Description: `["<row index>", column, "type code", "value", ...]: the row index, then for each varbind the position of its column in columns, its type (one letter: i Integer, s OctetString (hex), o ObjectIdentifier, a IpAddress, c Counter32, g Gauge32, t TimeTicks, C Counter64, n Null, O NoSuchObject, N NoSuchInstance, E EndOfMibView, q Opaque; any other type by its full name) and its value as in varbinds`,
+		MinItems:    ptrUint64(1),
+		PrefixItems: []*jsonschema.Schema{{Type: "string", MinLength: ptrUint64(1)}},
+		Items:       &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "integer", Minimum: json.Number("0")}, {Type: "string"}}},
+	}
+}
+
+func ptrUint64(v uint64) *uint64 { return &v }
