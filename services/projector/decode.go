@@ -118,7 +118,7 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 	sort.Slice(cols, func(i, j int) bool { return len(cols[i].prefix) > len(cols[j].prefix) })
 
 	d := Decoded{ONUs: map[ONUKey]*ONUFields{}, Skipped: map[string]int{}}
-	for _, vb := range b.Varbinds {
+	for _, vb := range b.AllVarbinds() {
 		oid := strings.TrimPrefix(vb.OID, ".")
 		col, suffix, ok := match(cols, oid)
 		if !ok {

@@ -34,7 +34,7 @@ func recordPlacement(ctx context.Context, tx pgx.Tx, b streams.VarbindBatch, d D
 	for _, n := range d.Skipped {
 		unplaced += n
 	}
-	placed := max(len(b.Varbinds)-unplaced, 0)
+	placed := max(b.VarbindCount()-unplaced, 0)
 	reasons, err := json.Marshal(d.Skipped)
 	if err != nil {
 		return placement{}, fmt.Errorf("encode unplaced reasons: %w", err)
