@@ -26,7 +26,7 @@ func Catalogue() []EventSpec {
 		{TypeOLTUpserted, 1, "facho.config.olt.<olt_id>", StreamConfig, []string{"api"}, cfg, "An OLT was created or changed. The SNMP community is sealed (AES-256-GCM), never plaintext. It also ends an auto-disable: the OLT is as this event says.", OLTUpserted{}},
 		{TypeOLTAutoDisabled, 1, "facho.config.olt_disabled.<olt_id>", StreamConfig, []string{"planner"}, cfg, "The planner disabled the OLT after consecutive failed executions (seed 001: 3), with the reason: its work is aborted and nothing is dispatched on it until its next olt.upserted (re-enabling it resets the count).", OLTAutoDisabled{}},
 		{TypeOLTDeleted, 1, "facho.config.olt.<olt_id>", StreamConfig, []string{"api"}, cfg, "An OLT was deleted: it loses all pending work.", OLTDeleted{}},
-		{TypeJobUpserted, 1, "facho.config.job.<job_id>", StreamConfig, []string{"api"}, cfg, "An SNMP job was created or changed.", JobUpserted{}},
+		{TypeJobUpserted, 1, "facho.config.job.<job_id>", StreamConfig, []string{"api"}, cfg, "An SNMP job was created or changed. max_retries 0 takes the retries of the job's queue class (discovery 3, polling 2 by default), -1 none.", JobUpserted{}},
 		{TypeJobDeleted, 1, "facho.config.job.<job_id>", StreamConfig, []string{"api"}, cfg, "An SNMP job was deleted.", JobDeleted{}},
 		{TypeJobOLTAssigned, 1, "facho.config.assignment.<job_id>.<olt_id>", StreamConfig, []string{"api"}, cfg, "A job was assigned to an OLT (or its assignment enabled/disabled).", JobOLTAssigned{}},
 		{TypeJobOLTUnassigned, 1, "facho.config.assignment.<job_id>.<olt_id>", StreamConfig, []string{"api"}, cfg, "A job was removed from an OLT.", JobOLTUnassigned{}},

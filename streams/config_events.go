@@ -214,6 +214,12 @@ type OLTDeleted struct {
 func (OLTDeleted) EventType() string { return TypeOLTDeleted }
 
 // JobUpserted creates or changes an SNMP job (seed 000 SnmpJob).
+//
+// MaxRetries is how often a failed execution is retried: 0 takes the
+// default of the job's queue class (the planner's, seed 001: discovery 3,
+// polling 2), 1..10 that many, -1 none; the planner caps it at its retry
+// class ceiling (default 3). Events before that rule carry the API's old
+// default 3, and their 0 meant none.
 type JobUpserted struct {
 	ID                string   `json:"id"`
 	Name              string   `json:"name"`

@@ -60,6 +60,9 @@ type server struct {
 	dbCheck, natsCheck func(context.Context) error
 	// users are the people of the console and the API.
 	users *auth.Store
+	// throttle counts failed logins and bearer tokens (429 past the
+	// limits).
+	throttle *auth.Throttle
 	// mux records every pattern registered (the OpenAPI and security
 	// tests walk them); roles holds the role each one needs ("" public).
 	mux      *recordingMux
@@ -116,7 +119,11 @@ func newServer(ctx context.Context, cfg Config, deps Deps) (*server, http.Handle
 	if err != nil {
 		return nil, nil, fmt.Errorf("api: open stream %s: %w", streams.StreamConfig, err)
 	}
-	s := &server{cfg: cfg, deps: deps, config: stream, m: m, users: &auth.Store{DB: deps.DB, Now: deps.Now}}
+	s := &server{cfg: cfg, deps: deps, config: stream, m: m, users: &auth.Store{DB: deps.DB, Now: deps.Now},
+		throttle: auth.NewThrottle(cfg.Throttle, deps.Now)}
+	if err := deps.Registry.Register(s.throttle.Collector()); err != nil {
+		return nil, nil, fmt.Errorf("register api metrics: %w", err)
+	}
 	if s.profiles, err = profiles.Load(cfg.ProfilesDir); err != nil {
 		return nil, nil, fmt.Errorf("api: %w", err)
 	}

@@ -174,8 +174,20 @@ func TestConfigEndpointsPublishEvents(t *testing.T) {
 
 	f.must("POST", "/api/v1/jobs", jobBody, http.StatusCreated)
 	job := decode[streams.JobUpserted](t, f.last(streams.SubjectJob("get-serial")))
-	if job.Priority != 40 || job.MaxRetries != 3 || job.RetryDelaySeconds != 120 || !job.Enabled || job.IntervalSeconds != 300 || len(job.OIDIDs) != 1 {
+	// An unset max_retries is published as 0: the planner's class default.
+	if job.Priority != 40 || job.MaxRetries != 0 || job.RetryDelaySeconds != 120 || !job.Enabled || job.IntervalSeconds != 300 || len(job.OIDIDs) != 1 {
 		t.Errorf("job event (defaults) %+v", job)
+	}
+	// A PATCH of another field keeps the class default; the job overrides
+	// it with 1..10 or -1 (none); null goes back to the class default.
+	for _, tc := range []struct {
+		body string
+		want int
+	}{{`{"priority":41}`, 0}, {`{"max_retries":1}`, 1}, {`{"priority":42}`, 1}, {`{"max_retries":-1}`, -1}, {`{"max_retries":null}`, 0}} {
+		f.must("PATCH", "/api/v1/jobs/get-serial", tc.body, http.StatusAccepted)
+		if got := decode[streams.JobUpserted](t, f.last(streams.SubjectJob("get-serial"))).MaxRetries; got != tc.want {
+			t.Errorf("PATCH %s: max_retries %d, want %d", tc.body, got, tc.want)
+		}
 	}
 	// A discovery job defaults to priority 90; an id is generated when absent.
 	out = f.must("POST", "/api/v1/jobs", `{"name":"disc","brand_id":"huawei","kind":"discovery","oid_ids":["hw-serial"],"interval_seconds":3600}`, http.StatusCreated)
@@ -254,7 +266,8 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{"job of unknown brand", "POST", "/api/v1/jobs", `{"name":"j","brand_id":"zte","kind":"get","oid_ids":["hw-serial"],"interval_seconds":60}`, "brand_id"},
 		{"unknown OID", "POST", "/api/v1/jobs", `{"name":"j","brand_id":"huawei","kind":"get","oid_ids":["nope"],"interval_seconds":60}`, "oid_ids"},
 		{"no OIDs", "POST", "/api/v1/jobs", `{"name":"j","brand_id":"huawei","kind":"get","oid_ids":[],"interval_seconds":60}`, "oid_ids"},
-		{"negative retries", "POST", "/api/v1/jobs", job(`"max_retries":-1`), "max_retries"},
+		{"negative retries", "POST", "/api/v1/jobs", job(`"max_retries":-2`), "max_retries"},
+		{"retries 11", "POST", "/api/v1/jobs", job(`"max_retries":11`), "max_retries"},
 		{"priority 101", "POST", "/api/v1/jobs", job(`"priority":101`), "priority"},
 		{"unknown OLT in assignment", "POST", "/api/v1/jobs/get-serial/olts", `{"olt_id":"olt-z"}`, "olt_id"},
 		// Issue 6 item 4: accepted before, then refused by the projector.

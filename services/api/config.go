@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/facho-olt/facho/services/api/auth"
 )
 
 // Config of the API. Zero fields take the defaults of WithDefaults.
@@ -27,6 +29,12 @@ type Config struct {
 	ProfilesDir string
 	// DetectTimeout bounds the SNMP GET of brand_id "auto".
 	DetectTimeout time.Duration
+	// Throttle limits failed console logins per client IP and per
+	// username, and requests with unknown bearer tokens per client IP
+	// (FACHO_API_LOGIN_MAX_FAILURES, FACHO_API_TOKEN_MAX_FAILURES,
+	// FACHO_API_AUTH_WINDOW, FACHO_API_AUTH_MAX_KEYS,
+	// FACHO_API_TRUSTED_PROXIES).
+	Throttle auth.ThrottleConfig
 }
 
 // WithDefaults fills zero fields.
@@ -49,6 +57,7 @@ func (c Config) WithDefaults() Config {
 	if c.DetectTimeout == 0 {
 		c.DetectTimeout = 3 * time.Second
 	}
+	c.Throttle = c.Throttle.WithDefaults()
 	return c
 }
 
@@ -65,6 +74,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max body %d bytes: want at least 1024", c.MaxBodyBytes))
+	}
+	if err := c.Throttle.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

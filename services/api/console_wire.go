@@ -13,7 +13,7 @@ import (
 // the role each needs (403 page otherwise). Unsafe methods need the
 // session's CSRF token (the forms' hidden field "csrf").
 func (s *server) registerConsole(mux *recordingMux) error {
-	c, err := console.New(console.Deps{API: mux, Users: s.users, DB: s.deps.DB, Log: s.deps.Log, SessionCookie: SessionCookie})
+	c, err := console.New(console.Deps{API: mux, Users: s.users, DB: s.deps.DB, Log: s.deps.Log, SessionCookie: SessionCookie, Throttle: s.throttle})
 	if err != nil {
 		return err
 	}

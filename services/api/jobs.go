@@ -15,27 +15,29 @@ type jobRequest struct {
 	Kind              string   `json:"kind"`
 	OIDIDs            []string `json:"oid_ids"`
 	IntervalSeconds   int      `json:"interval_seconds"`
-	MaxRetries        *int     `json:"max_retries"`
+	MaxRetries        *int     `json:"max_retries" jsonschema:"description=retries of a failed execution: absent or 0 takes the default of the job's queue class (planner: discovery 3 and polling 2 by default); 1..10 that many; -1 none"`
 	RetryDelaySeconds *int     `json:"retry_delay_seconds"`
 	TimeoutSeconds    int      `json:"timeout_seconds"`
 	Priority          *int     `json:"priority"`
 	Enabled           *bool    `json:"enabled"`
 }
 
-// Job defaults (seed 000: 3 retries, 120 s apart; seed 003: discovery
-// priority 90, the others 40).
+// Job defaults (seed 000: retries 120 s apart; seed 003: discovery
+// priority 90, the others 40). An unset max_retries is published as 0: the
+// planner gives the job its queue class's retries (seed 001: discovery 3,
+// polling 2; planner -class-*-max-retries).
 const (
-	defaultMaxRetries        = 3
 	defaultRetryDelaySeconds = 120
 	priorityDiscovery        = 90
 	priorityOther            = 40
+	maxJobRetries            = 10
 	minIntervalSeconds       = 10
 	maxIntervalSeconds       = 7 * 24 * 3600
 )
 
 func (s *server) jobEvent(r *http.Request, id string, req jobRequest) (streams.JobUpserted, *apiError) {
 	ev := streams.JobUpserted{ID: id, Name: strings.TrimSpace(req.Name), BrandID: req.BrandID, Kind: req.Kind,
-		IntervalSeconds: req.IntervalSeconds, MaxRetries: defaultMaxRetries, RetryDelaySeconds: defaultRetryDelaySeconds,
+		IntervalSeconds: req.IntervalSeconds, RetryDelaySeconds: defaultRetryDelaySeconds,
 		TimeoutSeconds: req.TimeoutSeconds, Enabled: true}
 	if err := checkName("name", req.Name); err != nil {
 		return ev, err
@@ -50,8 +52,8 @@ func (s *server) jobEvent(r *http.Request, id string, req jobRequest) (streams.J
 		return ev, badField("interval_seconds", "interval_seconds must be %d..%d", minIntervalSeconds, maxIntervalSeconds)
 	}
 	if req.MaxRetries != nil {
-		if *req.MaxRetries < 0 || *req.MaxRetries > 10 {
-			return ev, badField("max_retries", "max_retries must be 0..10")
+		if *req.MaxRetries < -1 || *req.MaxRetries > maxJobRetries {
+			return ev, badField("max_retries", "max_retries must be 1..%d, 0 for the default of the job's queue class or -1 for none", maxJobRetries)
 		}
 		ev.MaxRetries = *req.MaxRetries
 	}

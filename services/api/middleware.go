@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -114,9 +115,24 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			ip := s.throttle.ClientIP(r)
+			if wait := s.throttle.TokenWait(ip); wait > 0 {
+				s.throttle.Count(auth.FailedToken, auth.ReasonRateLimited)
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+				writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "too many requests with unknown bearer tokens from this address: retry later"})
+				return
+			}
+			denyToken := func(w http.ResponseWriter, msg string) {
+				s.throttle.Count(auth.FailedToken, auth.ReasonBadCredentials)
+				if s.throttle.TokenFailed(ip) {
+					s.deps.Log.Warn().Str("client_ip", ip).Int("max_failures", s.throttle.Config().TokenMaxFailures).
+						Dur("window", s.throttle.Config().Window).Msg("bearer tokens rate limited: too many unknown tokens")
+				}
+				deny(w, msg)
+			}
 			g := strings.TrimSpace(given)
 			if g == "" {
-				deny(w, "missing or invalid bearer token")
+				denyToken(w, "missing or invalid bearer token")
 				return
 			}
 			if strings.HasPrefix(g, auth.TokenPrefix) {
@@ -129,7 +145,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 						writeError(w, unavailable("user database"))
 						return
 					}
-					deny(w, "missing or invalid bearer token")
+					denyToken(w, "missing or invalid bearer token")
 					return
 				}
 				next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
@@ -146,7 +162,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 				return
 			}
-			deny(w, "missing or invalid bearer token")
+			denyToken(w, "missing or invalid bearer token")
 			return
 		}
 		p, status := s.sessionPrincipal(r)

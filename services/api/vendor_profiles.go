@@ -173,9 +173,6 @@ func (s *server) ensureProfile(r *http.Request, p profiles.Profile) ([]string, *
 	for _, j := range p.Jobs {
 		job := streams.JobUpserted{ID: p.JobID(j.ID), Name: j.Name, BrandID: p.ID, Kind: j.Kind, IntervalSeconds: j.IntervalSeconds,
 			MaxRetries: j.MaxRetries, RetryDelaySeconds: 300, TimeoutSeconds: j.TimeoutSeconds, Priority: j.Priority, Enabled: true}
-		if job.MaxRetries == 0 {
-			job.MaxRetries = 3
-		}
 		if job.Priority == 0 {
 			job.Priority = 40
 			if j.Kind == streams.KindDiscovery {

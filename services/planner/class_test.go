@@ -29,3 +29,19 @@ func TestQueueClass(t *testing.T) {
 		}
 	}
 }
+
+func TestClassRetriesOf(t *testing.T) {
+	c := ClassRetries{Polling: -1, Retry: 5}.resolved()
+	for _, tc := range []struct {
+		kind string
+		max  int
+		want int
+	}{
+		{streams.KindDiscovery, 0, 3}, {streams.KindGet, 0, 0}, {streams.KindBulkWalk, 0, 0},
+		{streams.KindGet, 2, 2}, {streams.KindDiscovery, -1, 0}, {streams.KindDiscovery, 9, 5},
+	} {
+		if got := c.of(streams.JobUpserted{Kind: tc.kind, MaxRetries: tc.max}); got != tc.want {
+			t.Errorf("%s max_retries %d: %d retries, want %d", tc.kind, tc.max, got, tc.want)
+		}
+	}
+}

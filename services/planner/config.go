@@ -39,6 +39,11 @@ type Config struct {
 	// retry_delay_seconds > 0 uses that delay doubled at each retry
 	// instead (300 s gives 300, 600, 1200 s). Default 300 s, 600 s, 1200 s.
 	RetryBackoff []time.Duration
+	// ClassRetries are the retries of a failed execution per queue class
+	// when its job sets no max_retries (seed 001: discovery 3, polling 2),
+	// and the retry class's ceiling (3). Zero fields take those defaults;
+	// negative: none.
+	ClassRetries ClassRetries
 	// DisableAfterFailures is how many consecutive failed executions (after
 	// their retries) disable an OLT (seed 001: 3). Negative: never.
 	DisableAfterFailures int
@@ -77,6 +82,7 @@ func (c Config) WithDefaults() Config {
 	if len(c.RetryBackoff) == 0 {
 		c.RetryBackoff = []time.Duration{300 * time.Second, 600 * time.Second, 1200 * time.Second}
 	}
+	c.ClassRetries = c.ClassRetries.withDefaults()
 	if c.DisableAfterFailures == 0 {
 		c.DisableAfterFailures = 3
 	}
@@ -107,6 +113,14 @@ func (c Config) Validate() error {
 	}
 	if c.DiscoveryTimeoutSeconds < 1 || c.PollTimeoutSeconds < 1 {
 		errs = append(errs, errors.New("default timeouts must be at least 1 s"))
+	}
+	for _, r := range []struct {
+		class string
+		n     int
+	}{{"discovery", c.ClassRetries.Discovery}, {"polling", c.ClassRetries.Polling}, {"retry", c.ClassRetries.Retry}} {
+		if r.n > MaxJobRetries {
+			errs = append(errs, fmt.Errorf("class %s max retries %d: want at most %d (negative: none)", r.class, r.n, MaxJobRetries))
+		}
 	}
 	for _, d := range c.RetryBackoff {
 		if d <= 0 {

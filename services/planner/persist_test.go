@@ -136,7 +136,7 @@ func TestFailureCountSurvivesARestart(t *testing.T) {
 	defer cancel()
 	seedConfig(t, env.JS, "v1:sealed-placeholder")
 	noRetry := job(true, 1)
-	noRetry.MaxRetries = 0
+	noRetry.MaxRetries = -1 // none (0 takes the class default)
 	publish(t, env.JS, streams.SubjectJob("get-status"), noRetry)
 	startFinisherOutcome(t, ctx, env.JS, 0, true)
 

@@ -175,7 +175,7 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		log:           log,
 		now:           deps.Now,
 		m:             m,
-		state:         newState(timeouts{discovery: cfg.DiscoveryTimeoutSeconds, poll: cfg.PollTimeoutSeconds}),
+		state:         newState(timeouts{discovery: cfg.DiscoveryTimeoutSeconds, poll: cfg.PollTimeoutSeconds, retries: cfg.ClassRetries.resolved()}),
 		sched:         NewScheduler(cfg.FirstRunDelay, cfg.DelayedAfter),
 		queues:        NewQueues(cfg.DelayedAfter),
 		written:       map[NodeKey]uint64{},
@@ -281,7 +281,8 @@ func (p *planner) run(ctx context.Context) error {
 
 	ticker := time.NewTicker(p.cfg.Tick)
 	defer ticker.Stop()
-	p.log.Info().Uint64("replay_until", replayUntil).Msg("planner started")
+	p.log.Info().Uint64("replay_until", replayUntil).Int("retries_discovery", p.state.defaults.retries.Discovery).
+		Int("retries_polling", p.state.defaults.retries.Polling).Int("retries_ceiling", p.state.defaults.retries.Retry).Msg("planner started")
 	for {
 		select {
 		case <-ctx.Done():

@@ -93,9 +93,13 @@ type state struct {
 	oidCache map[string][]streams.OIDSpec
 }
 
+// timeouts are the defaults a job's node takes when the job sets none:
+// the timeouts of its kind and the retries of its queue class (resolved:
+// see ClassRetries.resolved).
 type timeouts struct {
 	discovery int
 	poll      int
+	retries   ClassRetries
 }
 
 func newState(t timeouts) *state {
@@ -334,7 +338,7 @@ func (s *state) jobSpec(k NodeKey) (NodeSpec, bool) {
 		Priority:          job.Priority,
 		IntervalSeconds:   job.IntervalSeconds,
 		TimeoutSeconds:    s.timeout(job),
-		MaxRetries:        job.MaxRetries,
+		MaxRetries:        s.defaults.retries.of(job),
 		RetryDelaySeconds: job.RetryDelaySeconds,
 		SNMP:              brand.SNMP.Over(olt.SNMP),
 	}, true

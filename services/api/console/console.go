@@ -24,6 +24,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -51,6 +52,9 @@ type Deps struct {
 	SessionCookie string
 	// LiveInterval is how often /events looks for changes (default 1 s).
 	LiveInterval time.Duration
+	// Throttle limits failed logins per client IP and username; nil: no
+	// limit.
+	Throttle *auth.Throttle
 }
 
 // Route is a console page: its pattern, the role it needs and whether it
@@ -322,19 +326,49 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	username, password := strings.TrimSpace(r.PostFormValue("username")), r.PostFormValue("password")
 	next := safeNext(r.PostFormValue("next"))
+	th := c.d.Throttle
+	ip := ""
+	if th != nil {
+		ip = th.ClientIP(r)
+		// Counted before the check, so parallel attempts cannot all pass;
+		// a success clears the counts.
+		if wait, ok := th.BeginLogin(ip, username); !ok {
+			th.Count(auth.FailedLogin, auth.ReasonRateLimited)
+			secs := int(math.Ceil(wait.Seconds()))
+			c.d.Log.Debug().Str("user", username).Str("client_ip", ip).Int("retry_after_s", secs).Msg("login refused: rate limited")
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			v := c.newView(r, "Log in", "")
+			v.Values["username"], v.Values["next"] = username, next
+			v.Errors["password"] = fmt.Sprintf("Too many failed logins from this address or for this user: try again in %s.", waitText(secs))
+			c.render(w, http.StatusTooManyRequests, "login", v)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	u, err := c.d.Users.CheckLogin(ctx, username, password)
 	if err != nil {
 		if !errors.Is(err, auth.ErrBadCredentials) {
 			c.d.Log.Warn().Err(err).Msg("login")
+			if th != nil {
+				th.LoginNotChecked(ip, username)
+			}
+		} else if th != nil {
+			th.Count(auth.FailedLogin, auth.ReasonBadCredentials)
+			if wait := th.LoginWait(ip, username); wait > 0 {
+				c.d.Log.Warn().Str("user", username).Str("client_ip", ip).Int("max_failures", th.Config().LoginMaxFailures).
+					Int("retry_after_s", int(math.Ceil(wait.Seconds()))).Msg("login blocked: too many failures")
+			}
 		}
-		c.d.Log.Info().Str("user", username).Msg("login refused")
+		c.d.Log.Info().Str("user", username).Str("client_ip", ip).Msg("login refused")
 		v := c.newView(r, "Log in", "")
 		v.Values["username"], v.Values["next"] = username, next
 		v.Errors["password"] = "Unknown user or wrong password."
 		c.render(w, http.StatusUnauthorized, "login", v)
 		return
+	}
+	if th != nil {
+		th.LoginSucceeded(ip, username)
 	}
 	sid, err := c.d.Users.NewSession(ctx, u.ID)
 	if err != nil {
@@ -342,10 +376,18 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "could not start a session, retry", http.StatusServiceUnavailable)
 		return
 	}
-	c.d.Log.Info().Str("user", u.Username).Msg("logged in")
+	c.d.Log.Info().Str("user", u.Username).Str("client_ip", ip).Msg("logged in")
 	http.SetCookie(w, &http.Cookie{Name: c.d.SessionCookie, Value: sid, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(auth.SessionTTL / time.Second)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// waitText says secs in whole minutes, or seconds under one.
+func waitText(secs int) string {
+	if secs < 60 {
+		return fmt.Sprintf("%d s", secs)
+	}
+	return fmt.Sprintf("%d min", (secs+59)/60)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {

@@ -190,7 +190,7 @@ func formDefs() map[string]formDef {
 				{Name: "kind", Label: "Kind", Type: "select", Options: []string{"discovery", "get", "walk", "bulkwalk"}},
 				{Name: "oid_ids", Label: "OIDs (of the brand)", Type: "select", Multiple: true, From: "/api/v1/oids?limit=1000", FromKey: "oids", Value: "id"},
 				{Name: "interval_seconds", Label: "Interval (seconds)", Type: "text", Required: true},
-				{Name: "max_retries", Label: "Max retries", Type: "text", Help: "default 3"},
+				{Name: "max_retries", Label: "Max retries", Type: "text", Help: "0 or empty: the class default (discovery 3, polling 2); -1: none"},
 				{Name: "retry_delay_seconds", Label: "Retry delay (seconds)", Type: "text", Help: "default 120"},
 				{Name: "timeout_seconds", Label: "Timeout (seconds)", Type: "text", Help: "0: the kind's default"},
 				{Name: "priority", Label: "Priority", Type: "text", Help: "default: discovery 90, others 40"},

@@ -67,7 +67,7 @@ func TestThreeFailuresDisableTheOLT(t *testing.T) {
 	bad := e.olts[0]
 	e.fleet.OLT(bad).SetFaults(oltsim.Faults{NoAnswer: true})
 	e.job(streams.JobUpserted{ID: "disc", Name: "discovery", BrandID: "huawei", Kind: streams.KindDiscovery,
-		OIDIDs: []string{"hw-serial"}, IntervalSeconds: 1, Priority: 90, Enabled: true})
+		OIDIDs: []string{"hw-serial"}, IntervalSeconds: 1, Priority: 90, Enabled: true, MaxRetries: -1}) // no retries (0: the class's 3)
 	e.brand()
 	e.startPollerCfg(fastFailPoller("p1"), prometheus.NewRegistry())
 	e.startPlanner(planner.Config{Tick: 50 * time.Millisecond, FirstRunDelay: 100 * time.Millisecond, FirstRunSpread: -1})
