@@ -211,6 +211,11 @@ func (s *server) routes() (http.Handler, error) {
 	api("POST /api/v1/olts/{id}/enable", s.enableOLT)
 	api("POST /api/v1/olts/{id}/disable", s.enableOLT)
 	api("GET /api/v1/olts/{id}/onus", s.listONUs)
+	// ONU history (issue 11): one ONU now or at a past time, its changes,
+	// and the search by serial across OLTs.
+	api("GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}", s.getONU)
+	api("GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/history", s.getONUHistory)
+	api("GET /api/v1/onus", s.searchONUs)
 
 	api("GET /api/v1/jobs", s.listJobs)
 	api("POST /api/v1/jobs", s.createJob)

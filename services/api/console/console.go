@@ -139,6 +139,7 @@ func (c *Console) Routes() []Route {
 		{Pattern: "GET /{$}", Role: auth.Viewer, Summary: "Home: the OLTs", Handler: http.RedirectHandler("/olts", http.StatusSeeOther)},
 		{Pattern: "/", Role: auth.Viewer, Summary: "Unknown page: 404", Handler: http.HandlerFunc(c.notFound)},
 		{Pattern: "GET /olts/{id}", Role: auth.Viewer, Summary: "An OLT: its ONUs, assignments and executions", Handler: http.HandlerFunc(c.oltPage)},
+		{Pattern: "GET /olts/{id}/onus/{pon_index}/{onu_id}", Role: auth.Viewer, Summary: "An ONU: its state and its history as charts and a table of changes", Handler: http.HandlerFunc(c.onuPage)},
 		{Pattern: "POST /olts/{id}/run", Role: auth.Operator, Summary: "Run a job on the OLT now", Handler: http.HandlerFunc(c.runNow)},
 		{Pattern: "GET /executions/{id}", Role: auth.Viewer, Summary: "An execution with its attempts", Handler: http.HandlerFunc(c.executionPage)},
 		{Pattern: "GET /logs", Role: auth.Viewer, Summary: "Coordinator logs", Handler: http.HandlerFunc(c.logsPage)},

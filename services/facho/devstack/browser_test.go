@@ -41,7 +41,7 @@ func screenshotFolder(t *testing.T) string {
 // whole system: log in as the first admin; create an OLT with a bad IP (the
 // error shows at the field), then a good one (a simulated OLT of the
 // Huawei vendor profile); assign the discovery job; see its ONUs appear
-// live on the OLT page without reloading; create an OLT from a vendor
+// live on the OLT page without reloading; open an ONU's history; create an OLT from a vendor
 // profile; run now (the execution id shows), then disable the OLT and see
 // its work stop (nodes disabled, nothing running, no new execution after
 // an interval; run now refused with the reason); a workflow form shows its
@@ -175,6 +175,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 	if onus == 0 || marker != 42 {
 		t.Fatalf("%d ONUs, marker %d: want ONUs shown without a page reload", onus, marker)
+	}
+	// Open an ONU's history from the OLT's ONU list: its state, the
+	// charts (inline SVG drawn by the server) and the table of changes.
+	var charts int
+	run("open an ONU's history",
+		chromedp.Click(`tr.onu a.onu-link`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#chart-rx_power_dbm svg`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#onu-changes`, chromedp.ByID),
+		chromedp.Evaluate(`document.querySelectorAll(".chart svg").length`, &charts),
+		shot("onu"),
+	)
+	if charts < 2 {
+		t.Fatalf("%d charts on the ONU page, want status and rx at least", charts)
 	}
 	// An OLT created from a vendor profile: the profile's brand, OIDs and
 	// default jobs are created when absent and assigned; its nodes show on

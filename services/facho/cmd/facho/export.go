@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -17,9 +20,6 @@ import (
 	"github.com/facho-olt/facho/pkg/replay"
 	"github.com/facho-olt/facho/streams"
 )
-
-// errNoHistory: onu_history does not exist in this version.
-var errNoHistory = errors.New("export onu-history: not yet: it needs the onu_history read model, which this version does not have; export onu-data (current state) or varbinds (every raw reading) instead")
 
 // onuDataRow is one onu_data row as exported (parquet column names are the
 // CSV header's).
@@ -64,6 +64,34 @@ func (r varbindRow) csv() []string {
 }
 
 var varbindHeader = []string{"stream_seq", "collected_at", "olt_id", "execution_id", "batch", "oid", "type", "value"}
+
+// onuHistoryRow is one onu_history row: one change of one ONU field.
+// Values are text as stored (numbers in Go's 'g' format, times RFC 3339
+// UTC); no value is a parquet null and an empty CSV cell.
+type onuHistoryRow struct {
+	At          int64   `parquet:"at,timestamp(microsecond)"`
+	OLTID       string  `parquet:"olt_id,dict"`
+	PonIndex    int64   `parquet:"pon_index"`
+	ONUID       int64   `parquet:"onu_id"`
+	Field       string  `parquet:"field,dict"`
+	OldValue    *string `parquet:"old_value,optional"`
+	NewValue    *string `parquet:"new_value,optional"`
+	ExecutionID string  `parquet:"execution_id,dict"`
+	StreamSeq   int64   `parquet:"stream_seq"`
+}
+
+func (r onuHistoryRow) csv() []string {
+	text := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return []string{microsText(r.At), r.OLTID, strconv.FormatInt(r.PonIndex, 10), strconv.FormatInt(r.ONUID, 10), r.Field,
+		text(r.OldValue), text(r.NewValue), r.ExecutionID, strconv.FormatInt(r.StreamSeq, 10)}
+}
+
+var onuHistoryHeader = []string{"at", "olt_id", "pon_index", "onu_id", "field", "old_value", "new_value", "execution_id", "stream_seq"}
 
 func microsText(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }
 
@@ -126,16 +154,17 @@ func (rw *rowWriter[T]) close() error {
 
 func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("export: what? onu-data, varbinds (onu-history: not yet)")
+		return errors.New("export: what? onu-data, onu-history, varbinds")
 	}
 	what := args[0]
 	fs := flag.NewFlagSet("export "+what, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	from := fs.String("from", "", "varbinds: first message (sequence, RFC 3339 time or duration ago)")
-	to := fs.String("to", "", "varbinds: last message (sequence or time; default: the stream's end)")
+	from := fs.String("from", "", "varbinds: first message (sequence, RFC 3339 time or duration ago); onu-history: first change (RFC 3339 time or duration ago; default: the oldest)")
+	to := fs.String("to", "", "varbinds: last message (sequence or time; default: the stream's end); onu-history: last change (RFC 3339 time or duration ago; default: now)")
 	olt := fs.String("olt", "", "only this OLT id")
 	format := fs.String("format", "csv", "csv or parquet (zstd; DuckDB reads both)")
-	dbURL := fs.String("db", getenv("DATABASE_URL"), "onu-data: Postgres URL (DATABASE_URL)")
+	outPath := fs.String("out", "-", "write to this file (written whole or not at all); - is standard output")
+	dbURL := fs.String("db", getenv("DATABASE_URL"), "onu-data, onu-history: Postgres URL (DATABASE_URL)")
 	nf := addNATSFlags(fs, getenv)
 	if ok, err := parseFlags(fs, args[1:]); !ok {
 		return err
@@ -144,43 +173,195 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("export: format %q: want csv or parquet", *format)
 	}
 	switch what {
-	case "onu-history":
-		return errNoHistory
-	case "onu-data":
-		if *dbURL == "" {
-			return errors.New("export onu-data: DATABASE_URL (or --db) is required")
+	case "onu-data", "onu-history", "varbinds":
+	default:
+		return fmt.Errorf("export: unknown %q: want onu-data, onu-history, varbinds", what)
+	}
+	var hr historyRange
+	if what == "onu-history" {
+		now := time.Now()
+		var err error
+		if hr.From, err = parseTimeFlag(*from, now); err != nil {
+			return fmt.Errorf("export onu-history --from: %w", err)
 		}
-		pool, err := pgxpool.New(ctx, *dbURL)
+		if hr.To, err = parseTimeFlag(*to, now); err != nil {
+			return fmt.Errorf("export onu-history --to: %w", err)
+		}
+		if hr.To.IsZero() {
+			hr.To = now
+		}
+		if hr.From.After(hr.To) {
+			return fmt.Errorf("export onu-history: --from %s is after --to %s", hr.From.Format(time.RFC3339), hr.To.Format(time.RFC3339))
+		}
+		hr.OLT = *olt
+	}
+	out, err := openOut(*outPath, stdout)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", what, err)
+	}
+	err = exportTo(ctx, what, out, *olt, *format, *from, *to, *dbURL, hr, nf, stderr)
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("export %s: stopped: %w", what, ctx.Err()) // a cut file is not a result
+	}
+	return out.done(err)
+}
+
+func exportTo(ctx context.Context, what string, w io.Writer, olt, format, from, to, dbURL string, hr historyRange, nf *natsFlags, stderr io.Writer) error {
+	switch what {
+	case "onu-data", "onu-history":
+		if dbURL == "" {
+			return fmt.Errorf("export %s: DATABASE_URL (or --db) is required", what)
+		}
+		pool, err := pgxpool.New(ctx, dbURL)
 		if err != nil {
-			return fmt.Errorf("export onu-data: database: %w", err)
+			return fmt.Errorf("export %s: database: %w", what, err)
 		}
 		defer pool.Close()
-		_, err = exportONUData(ctx, pool, *olt, *format, stdout)
-		return err
-	case "varbinds":
-		r := replay.Range{Stream: streams.StreamVarbinds}
-		var err error
-		if r.From, err = parsePosition(*from, time.Now()); err != nil {
-			return fmt.Errorf("export --from: %w", err)
-		}
-		if r.To, err = parsePosition(*to, time.Now()); err != nil {
-			return fmt.Errorf("export --to: %w", err)
-		}
-		if *olt != "" {
-			r.Subjects = []string{streams.SubjectVarbinds(*olt)}
-		}
-		nc, js, err := nf.connect()
-		if err != nil {
+		if what == "onu-data" {
+			_, err = exportONUData(ctx, pool, olt, format, w)
 			return err
 		}
-		defer nc.Close()
-		_, err = exportVarbinds(ctx, js, r, *format, stdout, newProgress(stderr, "export varbinds"))
-		if ctx.Err() != nil {
-			return fmt.Errorf("export varbinds: stopped: %w", ctx.Err()) // a cut file is not a result
+		start := time.Now()
+		n, err := exportONUHistory(ctx, pool, hr, format, w, newProgress(stderr, "export onu-history"))
+		if err == nil {
+			fmt.Fprintf(stderr, "export onu-history: %d rows (%s .. %s) in %s, %.0f rows/s\n", n,
+				hr.fromText(), hr.To.UTC().Format(time.RFC3339), time.Since(start).Round(time.Millisecond), float64(n)/max(time.Since(start).Seconds(), 1e-3))
 		}
 		return err
 	}
-	return fmt.Errorf("export: unknown %q: want onu-data, varbinds (onu-history: not yet)", what)
+	r := replay.Range{Stream: streams.StreamVarbinds}
+	var err error
+	if r.From, err = parsePosition(from, time.Now()); err != nil {
+		return fmt.Errorf("export --from: %w", err)
+	}
+	if r.To, err = parsePosition(to, time.Now()); err != nil {
+		return fmt.Errorf("export --to: %w", err)
+	}
+	if olt != "" {
+		r.Subjects = []string{streams.SubjectVarbinds(olt)}
+	}
+	nc, js, err := nf.connect()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	_, err = exportVarbinds(ctx, js, r, format, w, newProgress(stderr, "export varbinds"))
+	return err
+}
+
+// output is where an export goes: standard output, or a file written
+// beside its final name and renamed there only when the export succeeded.
+type output struct {
+	io.Writer
+	f    *os.File
+	path string
+}
+
+func openOut(path string, stdout io.Writer) (*output, error) {
+	if path == "" || path == "-" {
+		return &output{Writer: stdout}, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.part")
+	if err != nil {
+		return nil, err
+	}
+	return &output{Writer: bufio.NewWriterSize(f, 1<<20), f: f, path: path}, nil
+}
+
+// done finishes the file after an export that returned err: renamed into
+// place on success, removed otherwise.
+func (o *output) done(err error) error {
+	if o.f == nil {
+		return err
+	}
+	if err == nil {
+		err = o.Writer.(*bufio.Writer).Flush()
+	}
+	if err == nil {
+		err = o.f.Sync()
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(o.f.Name(), o.path)
+	}
+	if err != nil {
+		_ = os.Remove(o.f.Name())
+	}
+	return err
+}
+
+// historyRange selects onu_history rows: changes at From..To (From zero:
+// from the oldest), of one OLT or all.
+type historyRange struct {
+	From, To time.Time
+	OLT      string
+}
+
+func (h historyRange) fromText() string {
+	if h.From.IsZero() {
+		return "the oldest"
+	}
+	return h.From.UTC().Format(time.RFC3339)
+}
+
+// parseTimeFlag reads an RFC 3339 time or a duration ago (e.g. 24h);
+// empty is the zero time.
+func parseTimeFlag(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time or a duration ago (e.g. 24h)", v)
+}
+
+// exportONUHistory writes the onu_history rows of h, oldest change first,
+// and returns the rows written.
+func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, format string, w io.Writer, bar *progress) (int64, error) {
+	out, err := newRowWriter[onuHistoryRow](w, format, onuHistoryHeader)
+	if err != nil {
+		return 0, err
+	}
+	const where = ` FROM onu_history WHERE at >= $1 AND at <= $2 AND ($3 = '' OR olt_id = $3)`
+	from := h.From
+	if from.IsZero() {
+		from = time.Unix(0, 0)
+	}
+	var total int64
+	if bar.on { // the count is for the bar only
+		if err := pool.QueryRow(ctx, `SELECT count(*)`+where, from, h.To, h.OLT).Scan(&total); err != nil {
+			return 0, fmt.Errorf("export onu-history: %w", err)
+		}
+	}
+	rows, err := pool.Query(ctx, `SELECT at, olt_id, pon_index, onu_id, field, old_value, new_value, execution_id, stream_seq`+where+
+		` ORDER BY at, olt_id, pon_index, onu_id, stream_seq, field`, from, h.To, h.OLT)
+	if err != nil {
+		return 0, fmt.Errorf("export onu-history: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r onuHistoryRow
+		var at time.Time
+		if err := rows.Scan(&at, &r.OLTID, &r.PonIndex, &r.ONUID, &r.Field, &r.OldValue, &r.NewValue, &r.ExecutionID, &r.StreamSeq); err != nil {
+			return out.n, fmt.Errorf("export onu-history: %w", err)
+		}
+		r.At = at.UnixMicro()
+		if err := out.write(r); err != nil {
+			return out.n, err
+		}
+		bar.update(uint64(out.n), uint64(total))
+	}
+	bar.finish()
+	if err := rows.Err(); err != nil {
+		return out.n, fmt.Errorf("export onu-history: %w", err)
+	}
+	return out.n, out.close()
 }
 
 // exportONUData writes onu_data and returns the rows written.

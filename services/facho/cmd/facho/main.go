@@ -7,7 +7,7 @@
 //	facho nats keys DIR       write NATS identities' seeds and the server's authorization block
 //	facho replay              print a stream's events as JSON lines
 //	facho rebuild MODEL       rebuild a read model from the streams (shadow, compare, swap)
-//	facho export WHAT         export onu-data or varbinds as CSV
+//	facho export WHAT         export onu-data, onu-history or varbinds as CSV or parquet
 //	facho tail                follow live ONU changes, executions and notifications
 //	facho bench               measure the whole pipeline against a simulated fleet
 package main
@@ -55,7 +55,8 @@ commands:
   nats keys DIR        write an nkey seed per NATS identity and the nats-server authorization block
   replay               print a stream's events as JSON lines (--stream S --from SEQ|TIME [--to ...] [--subject F])
   rebuild MODEL        rebuild a read model from the streams into a shadow, compare, swap (--dry-run: report only)
-  export WHAT          onu-data or varbinds as CSV (onu-history: not yet)
+  export WHAT          onu-data, onu-history or varbinds as CSV or parquet (--format csv|parquet --out FILE
+                       [--olt X]; onu-history and varbinds: --from, --to)
   users add NAME       add a console/API user (--role admin|operator|viewer; password from FACHO_USER_PASSWORD or stdin)
   users list           list the users
   keys rotate          re-seal every OLT community (and webhook secret) under FACHO_SECRET_KEY, opening

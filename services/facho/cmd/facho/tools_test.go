@@ -147,7 +147,9 @@ func TestExportCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"export", "onu-history", "--from", "1h"}, "not yet: it needs the onu_history read model"},
+		{[]string{"export", "onu-history", "--from", "1h"}, "DATABASE_URL (or --db) is required"},
+		{[]string{"export", "onu-history", "--from", "yesterday"}, "want an RFC 3339 time or a duration ago"},
+		{[]string{"export", "onu-history", "--from", "1h", "--to", "2h"}, "is after --to"},
 		{[]string{"export", "varbinds", "--format", "xlsx"}, "want csv or parquet"},
 		{[]string{"export", "nothing"}, "unknown"},
 	} {
