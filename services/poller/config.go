@@ -56,7 +56,9 @@ type Config struct {
 	// PDURetryBudget is the most PDU retries of one execution, whatever
 	// its size. Default 100; < 0 means none.
 	PDURetryBudget int
-	// MaxRepetitions of GETBULK. Default 10; never 0 (hangs some ZTE).
+	// MaxRepetitions of GETBULK, unless the OLT's or brand's SNMP tuning
+	// (max_repetitions) says otherwise. Default 25, what snmpbulkwalk
+	// -Cr25 uses; never 0 (hangs some ZTE).
 	MaxRepetitions int
 	// GetChunk is how many OIDs one GET carries: the first PDU size of a
 	// get job, unless the OLT's or brand's SNMP tuning (get_varbinds) or
@@ -71,6 +73,11 @@ type Config struct {
 	// BatchSize is the most varbinds per VarbindBatch; a batch is also cut
 	// at half the server's maximum payload. Default 500.
 	BatchSize int
+	// RowBufferVarbinds bounds the varbinds an execution buffers to
+	// publish them grouped by row (rows.go): when the buffer holds this
+	// many they are published at once, and the rest of the walk's
+	// varbinds in later batches. Default 262144 (some 30 MB), at least 1.
+	RowBufferVarbinds int
 	// NodeTimeout bounds a whole node when NodeDue.TimeoutSeconds is 0.
 	// Default 60s.
 	NodeTimeout time.Duration
@@ -97,6 +104,13 @@ type Config struct {
 	// per OLT and result) where the number of OLTs makes it too many.
 	DisableOLTMetrics bool
 }
+
+// Defaults and bounds of Config fields the command line shows.
+const (
+	DefaultMaxRepetitions    = 25
+	DefaultRowBufferVarbinds = 262144
+	MaxRowBufferVarbinds     = 16 << 20
+)
 
 // ClassLimit is one queue class's share of a poller process.
 type ClassLimit struct {
@@ -213,7 +227,7 @@ func (c Config) WithDefaults() Config {
 		c.PDURetryBudget = 0
 	}
 	if c.MaxRepetitions == 0 {
-		c.MaxRepetitions = 10
+		c.MaxRepetitions = DefaultMaxRepetitions
 	}
 	if c.GetChunk == 0 {
 		c.GetChunk = 20
@@ -223,6 +237,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 500
+	}
+	if c.RowBufferVarbinds == 0 {
+		c.RowBufferVarbinds = DefaultRowBufferVarbinds
 	}
 	if c.NodeTimeout == 0 {
 		c.NodeTimeout = 60 * time.Second
@@ -278,6 +295,7 @@ func (c Config) Validate() error {
 	check(c.GetChunk >= 1 && c.GetChunk <= streams.MaxGetVarbinds, "get chunk %d: want 1..%d", c.GetChunk, streams.MaxGetVarbinds)
 	check(c.GetConcurrency >= 1 && c.GetConcurrency <= streams.MaxGetConcurrency, "get concurrency %d: want 1..%d", c.GetConcurrency, streams.MaxGetConcurrency)
 	check(c.BatchSize >= 1 && c.BatchSize <= 10000, "batch size %d: want 1..10000", c.BatchSize)
+	check(c.RowBufferVarbinds >= 1 && c.RowBufferVarbinds <= MaxRowBufferVarbinds, "row buffer varbinds %d: want 1..%d", c.RowBufferVarbinds, MaxRowBufferVarbinds)
 	check(c.NodeTimeout >= time.Second, "node timeout %s: want at least 1s", c.NodeTimeout)
 	check(c.ShutdownGrace >= 0, "shutdown grace %s: want >= 0", c.ShutdownGrace)
 	check(c.InterruptSweepEvery >= time.Second, "interrupt sweep every %s: want at least 1s", c.InterruptSweepEvery)

@@ -38,12 +38,16 @@
 //     Config.PDURetries times and Config.PDURetryBudget per execution; a
 //     walk resumes from the last OID received (see snmpOp.exchange). An
 //     agent error ends the walk as a failure, never as a short table.
-//     Publish a VarbindBatch every Config.BatchSize varbinds, while marking
-//     the NodeDue in progress.
+//     The varbinds are buffered and, when the operation ends, published
+//     grouped by table row (rows.go: every column of an ONU in one
+//     VarbindBatch row, batches of whole rows of at most Config.BatchSize
+//     varbinds, encoded by encode.go), while marking the NodeDue in
+//     progress; a buffer of Config.RowBufferVarbinds is published at once.
 //     The final batch of a successful walk carries Last=true (an empty one
-//     when nothing was left over, or when the walk found nothing): it tells
-//     the projector that every column was walked to its end. A failed or
-//     aborted attempt, and a get, never publish one.
+//     when the buffer was published early and nothing was left, or when
+//     the walk found nothing): it tells the projector that every column
+//     was walked to its end. A failed or aborted attempt, and a get, never
+//     publish one.
 //  7. Publish ExecutionSucceeded or ExecutionFailed, release the lease
 //     (the planner dispatches the OLT's next node when it reads the
 //     terminal event; that node's poller waits a few ms for the release

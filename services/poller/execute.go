@@ -225,10 +225,12 @@ type execution struct {
 	// get is what a get read and could not read (getbatch.go).
 	get *getResult
 
-	pending      []streams.Varbind
-	pendingBytes int // JSON size of pending, near enough
-	batches      int
-	varbinds     int
+	// rows buffers the varbinds read until they are published grouped
+	// by row (rows.go).
+	rows     *rowBuffer
+	enc      *batchEncoder // of the varbind batches, made at the first
+	batches  int
+	varbinds int
 	// outcome is how run ended.
 	outcome outcome
 }
@@ -372,6 +374,23 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 	if err == nil {
 		return "", nil
 	}
+	cause, err := ex.classify(work, ctx, tctx, err)
+	if (cause == CauseSNMP || cause == CauseTimeout) && ex.rows != nil && ex.rows.len() > 0 {
+		// What a failed walk read is still a reading, published (never
+		// as Last) as it was batch by batch before the poller buffered
+		// rows; not after a lost lease, an interruption or a shutdown.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
+		if ferr := ex.flush(fctx, false); ferr != nil {
+			ex.log.Warn().Err(ferr).Msg("publish the varbinds read before the failure")
+		}
+		cancel()
+	}
+	return cause, err
+}
+
+// classify names the cause of a failed operation.
+func (ex *execution) classify(work, ctx, tctx context.Context, err error) (FailureCause, error) {
+	node := ex.node
 	switch {
 	case errors.Is(err, lease.ErrLost) || errors.Is(context.Cause(ctx), lease.ErrLost):
 		if lerr := ex.lease.Err(); lerr != nil {
@@ -394,15 +413,19 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 	}
 }
 
-// add buffers one varbind and publishes a batch when the buffer is full:
-// BatchSize varbinds, or enough bytes that one more long value could take
-// the message past the server's maximum payload.
+// add buffers one varbind (see rows.go). The buffer is published when the
+// operation ends (flush), grouped by row; when it holds
+// Config.RowBufferVarbinds varbinds it is published early, so memory stays
+// bounded on a huge table (correct, only less grouped: an ONU's columns
+// read after that come in later batches).
 func (ex *execution) add(ctx context.Context, vb streams.Varbind) error {
-	ex.pending = append(ex.pending, vb)
-	ex.pendingBytes += varbindJSONSize(vb)
+	if ex.rows == nil {
+		ex.rows = newRowBuffer(ex.node.OIDs)
+	}
+	ex.rows.add(vb)
 	ex.varbinds++
 	ex.p.metrics.varbinds.Inc()
-	if len(ex.pending) >= ex.p.cfg.BatchSize || ex.pendingBytes >= ex.p.maxBatchBytes {
+	if ex.rows.len() >= ex.p.cfg.RowBufferVarbinds {
 		return ex.flush(ctx, false)
 	}
 	return nil
@@ -414,25 +437,40 @@ func varbindJSONSize(vb streams.Varbind) int {
 	return len(vb.OID) + len(vb.Type) + len(vb.Value) + len(`{"oid":"","type":"","value":""},`)
 }
 
-// flush publishes the buffered varbinds as one VarbindBatch, unless the
-// lease is gone: a stale holder must not add batches. last marks the final
-// batch of a walk that read every column to its end; it is published even
-// without varbinds, so the projector learns that the table is empty. It is
-// only ever called once the walk succeeded, so a failed or aborted
-// execution never publishes a Last batch.
+// flush publishes the buffered varbinds grouped by row, in VarbindBatches
+// of at most BatchSize varbinds and maxBatchBytes of JSON, unless the
+// lease is gone: a stale holder must not add batches. last marks the
+// final batch of a walk that read every column to its end; it is
+// published even without varbinds, so the projector learns that the table
+// is empty. It is only ever called once the walk succeeded, so a failed or
+// aborted execution never publishes a Last batch.
 func (ex *execution) flush(ctx context.Context, last bool) error {
-	if len(ex.pending) == 0 && !last {
-		return nil
+	var parts []batchPart
+	if ex.rows != nil {
+		parts = ex.rows.drain(ex.p.cfg.BatchSize, ex.p.maxBatchBytes)
 	}
+	if len(parts) == 0 && last {
+		parts = []batchPart{{}}
+	}
+	for i, part := range parts {
+		if err := ex.publishBatch(ctx, part, last && i == len(parts)-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishBatch publishes one VarbindBatch.
+func (ex *execution) publishBatch(ctx context.Context, part batchPart, last bool) error {
 	if err := ex.lease.Err(); err != nil {
 		return err
 	}
 	node := ex.node
 	n := ex.batches + 1
-	err := ex.publish(ctx, streams.SubjectVarbinds(node.OLTID), n, streams.VarbindBatch{
+	err := ex.publishVarbinds(ctx, n, streams.VarbindBatch{
 		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, BrandID: node.BrandID,
 		IndexScheme: node.IndexScheme, Index: node.Index, LeaseRevision: ex.lease.Revision(), Batch: n, Columns: node.OIDs,
-		CollectedAt: time.Now().UTC(), Varbinds: ex.pending, Last: last,
+		CollectedAt: time.Now().UTC(), Varbinds: part.varbinds, Rows: part.rows, Last: last,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -441,7 +479,6 @@ func (ex *execution) flush(ctx context.Context, last bool) error {
 		return fmt.Errorf("%w %d: %w", errPublish, n, err)
 	}
 	ex.batches = n
-	ex.pending, ex.pendingBytes = nil, 0
 	ex.p.metrics.batches.Inc()
 	return nil
 }
@@ -504,4 +541,24 @@ func (p *poller) acquire(work context.Context, node streams.NodeDue) (*lease.Lea
 		l, err = p.leases.Acquire(work, node.OLTID, info)
 	}
 	return l, err
+}
+
+// publishVarbinds publishes batch n of the execution as publish would,
+// encoded by a batchEncoder (encode.go).
+func (ex *execution) publishVarbinds(ctx context.Context, n int, b streams.VarbindBatch) error {
+	if ex.enc == nil {
+		enc, err := newBatchEncoder(ex.node)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", b.EventType(), err)
+		}
+		ex.enc = enc
+	}
+	id := streams.MsgID(ex.node.ExecutionID, ex.attempt, n)
+	subject := streams.SubjectVarbinds(ex.node.OLTID)
+	// The client copies the message before Publish returns, so the
+	// encoder's buffer is reused for the next batch.
+	if _, err := ex.p.js.Publish(ctx, subject, ex.enc.encode(id, ex.p.cfg.Source, time.Now(), b), jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("publish %s on %s: %w", b.EventType(), subject, err)
+	}
+	return nil
 }

@@ -90,7 +90,7 @@ func (e *testEnv) runGet(t *testing.T, olt, execID string, cols []streams.OIDSpe
 		if b.Last {
 			t.Errorf("get batch %d is marked last: a get reads no table", b.Batch)
 		}
-		for _, vb := range b.Varbinds {
+		for _, vb := range b.AllVarbinds() {
 			out.varbinds[vb.OID] = vb
 			out.count++
 		}

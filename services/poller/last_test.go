@@ -12,8 +12,10 @@ import (
 
 // The final batch of a successful walk is marked Last, exactly once per
 // execution: when the walk found nothing it is an empty batch, and when the
-// varbinds filled the batches exactly it is an empty batch after them, so
-// the projector always learns where the walk ended.
+// varbinds fill the batches exactly it is the last full one (the poller
+// publishes a walk's rows once it ended, so it knows which is last); when
+// the row buffer was published early and nothing is left, an empty batch.
+// So the projector always learns where the walk ended.
 func TestSuccessfulWalkEndsWithOneLastBatch(t *testing.T) {
 	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{}))
 	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 32})
@@ -29,7 +31,7 @@ func TestSuccessfulWalkEndsWithOneLastBatch(t *testing.T) {
 		wantBatches int
 		wantLastLen int
 	}{
-		{full, 5, 0},
+		{full, 4, 32},
 		{empty, 1, 0},
 	} {
 		e.publishNodeDue(t, tc.node)
@@ -47,7 +49,7 @@ func TestSuccessfulWalkEndsWithOneLastBatch(t *testing.T) {
 			}
 		}
 		last := batches[len(batches)-1]
-		if len(last.Varbinds) != tc.wantLastLen || len(last.Columns) != len(tc.node.OIDs) {
+		if last.VarbindCount() != tc.wantLastLen || len(last.Columns) != len(tc.node.OIDs) {
 			t.Errorf("%s: last batch %+v", tc.node.ExecutionID, last)
 		}
 		if err := last.Validate(); err != nil {
@@ -61,7 +63,7 @@ func TestFailedWalkPublishesNoLastBatch(t *testing.T) {
 	// A slow OLT (64 requests of 100 ms) that stops answering after the
 	// first batch went out: the node fails mid-walk.
 	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{Latency: 100 * time.Millisecond}))
-	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 4, MaxRepetitions: 2, SNMPTimeout: 300 * time.Millisecond, SNMPRetries: -1})
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 4, RowBufferVarbinds: 4, MaxRepetitions: 2, SNMPTimeout: 300 * time.Millisecond, SNMPRetries: -1})
 	node := e.nodeDue("olt-a", "exec-1", "job")
 	e.publishNodeDue(t, node)
 	waitFor(t, 30*time.Second, "a first batch", func() bool { return len(e.batches(t, "olt-a", "exec-1")) > 0 })

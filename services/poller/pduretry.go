@@ -108,20 +108,50 @@ func retryablePDU(err error) bool {
 // component; a prefix sorts first. A component that is not a number
 // compares as text (it never is in a gosnmp answer).
 func oidCompare(a, b string) int {
-	as := strings.Split(strings.TrimPrefix(a, "."), ".")
-	bs := strings.Split(strings.TrimPrefix(b, "."), ".")
-	for i := 0; i < len(as) && i < len(bs); i++ {
-		if c := compareComponent(as[i], bs[i]); c != 0 {
+	a, b = strings.TrimPrefix(a, "."), strings.TrimPrefix(b, ".")
+	// Fast path: only the component where they first differ decides.
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if i == len(a) && i == len(b) {
+		return 0
+	}
+	j := i
+	for j > 0 && a[j-1] != '.' {
+		j--
+	}
+	x, _, _ := strings.Cut(a[j:], ".")
+	y, _, _ := strings.Cut(b[j:], ".")
+	if x != y {
+		if c := compareComponent(x, y); c != 0 {
 			return c
 		}
+		// Equal with leading zeros: compare the rest below.
 	}
-	switch {
-	case len(as) < len(bs):
-		return -1
-	case len(as) > len(bs):
-		return 1
+	return oidCompareSlow(a, b)
+}
+
+func oidCompareSlow(a, b string) int {
+	// Component by component, without splitting (a walk compares every
+	// varbind it receives).
+	for {
+		if a == "" || b == "" {
+			switch {
+			case a == "" && b == "":
+				return 0
+			case a == "":
+				return -1
+			}
+			return 1
+		}
+		x, restA, _ := strings.Cut(a, ".")
+		y, restB, _ := strings.Cut(b, ".")
+		if c := compareComponent(x, y); c != 0 {
+			return c
+		}
+		a, b = restA, restB
 	}
-	return 0
 }
 
 // compareComponent compares two decimal numbers without parsing them

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,9 +34,33 @@ func TestOIDCompare(t *testing.T) {
 		{"1.3.10", "1.3.9", 1},
 		{"1.3.4294967296", "1.3.4294967295", 1},
 		{"1.3.99999999999999999999999", "1.3.100000000000000000000000", -1}, // beyond 64 bits
+		{"1.30", "1.4", 1},
+		{"1.3.6.10", "1.3.6.9.5", 1},
+		{"1.3.6.9.5", "1.3.6.10", -1},
+		{"1.3.01.2", "1.3.1.1", 1}, // leading zeros: the same component
+		{"1.3.01", "1.3.1", 0},
+		{"", "1", -1},
 	} {
 		if got := oidCompare(tc.a, tc.b); got != tc.want {
 			t.Errorf("oidCompare(%s, %s) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// The fast path agrees with the component by component comparison.
+func TestOIDCompareFastPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	oid := func() string {
+		parts := make([]string, 1+rng.IntN(6))
+		for i := range parts {
+			parts[i] = strconv.Itoa([]int{0, 1, 2, 9, 10, 11, 99, 100, 4194304000}[rng.IntN(9)])
+		}
+		return strings.Join(parts, ".")
+	}
+	for i := 0; i < 20000; i++ {
+		a, b := oid(), oid()
+		if got, want := oidCompare(a, b), oidCompareSlow(a, b); got != want {
+			t.Fatalf("oidCompare(%s, %s) = %d, component by component %d", a, b, got, want)
 		}
 	}
 }
@@ -348,7 +373,7 @@ func TestLossyOLTExecutionSucceeds(t *testing.T) {
 	}
 	var got []streams.Varbind
 	for _, b := range e.batches(t, "olt-lossy", "exec-lossy") {
-		got = append(got, b.Varbinds...)
+		got = append(got, b.AllVarbinds()...)
 	}
 	if diff := sameAsTruth(got, huaweiTruth(t, olt)); diff != "" {
 		t.Fatal(diff)

@@ -50,15 +50,22 @@ func TestPollsEveryONUColumnOfAHuaweiOLT(t *testing.T) {
 		if b.Last != (i == len(batches)-1) {
 			t.Fatalf("batch %d of %d: last=%v, only the final batch is last", b.Batch, len(batches), b.Last)
 		}
-		if len(b.Varbinds) > 50 {
-			t.Fatalf("batch %d has %d varbinds, batch size 50", b.Batch, len(b.Varbinds))
+		if b.VarbindCount() > 50 || len(b.Varbinds) != 0 {
+			t.Fatalf("batch %d has %d varbinds (%d outside rows), batch size 50", b.Batch, b.VarbindCount(), len(b.Varbinds))
 		}
-		for _, vb := range b.Varbinds {
+		// Whole rows: every column of an ONU in one batch.
+		for _, r := range b.Rows {
+			if len(r.Values) != len(huaweiColumns) {
+				t.Fatalf("batch %d row %s has %d values, want one per column", b.Batch, r.Index, len(r.Values))
+			}
+		}
+		for _, vb := range b.AllVarbinds() {
 			got[vb.OID] = vb
 		}
 	}
 	want := len(onus) * len(huaweiColumns)
-	if len(got) != want || ok.Varbinds != want || ok.Batches != len(batches) || len(batches) != (want+49)/50 {
+	perBatch := 50 / len(huaweiColumns) // whole rows of 4 in batches of at most 50
+	if len(got) != want || ok.Varbinds != want || ok.Batches != len(batches) || len(batches) != (len(onus)+perBatch-1)/perBatch {
 		t.Fatalf("%d distinct varbinds, succeeded says %d in %d batches (%d published), want %d", len(got), ok.Varbinds, ok.Batches, len(batches), want)
 	}
 	for _, onu := range onus {
@@ -273,7 +280,7 @@ func TestUnreachableOLTFailsWithTimeout(t *testing.T) {
 func TestLostLeaseAbortsTheWalk(t *testing.T) {
 	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage, LeaseTTL: time.Second},
 		huaweiOLT("olt-a", oltsim.Faults{Latency: 100 * time.Millisecond}))
-	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 4, MaxRepetitions: 2})
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 4, RowBufferVarbinds: 4, MaxRepetitions: 2})
 	e.publishNodeDue(t, e.nodeDue("olt-a", "exec-1", "job"))
 
 	waitFor(t, 30*time.Second, "a first batch", func() bool { return len(e.batches(t, "olt-a", "exec-1")) > 0 })
@@ -346,7 +353,7 @@ func TestBatchesStayUnderTheMaxPayload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		total += len(b.Varbinds)
+		total += b.VarbindCount()
 	}
 	if total != rows {
 		t.Fatalf("%d varbinds in the batches, want %d", total, rows)

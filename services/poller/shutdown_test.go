@@ -17,7 +17,7 @@ import (
 func TestShutdownInterruptsReleasesAndRequeues(t *testing.T) {
 	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage},
 		huaweiOLT("olt-a", oltsim.Faults{Latency: 100 * time.Millisecond}))
-	stop, _ := e.startPoller(t, Config{PollerID: "leaving", Workers: 1, BatchSize: 4, MaxRepetitions: 2, ShutdownGrace: 200 * time.Millisecond})
+	stop, _ := e.startPoller(t, Config{PollerID: "leaving", Workers: 1, BatchSize: 4, RowBufferVarbinds: 4, MaxRepetitions: 2, ShutdownGrace: 200 * time.Millisecond})
 	e.publishNodeDue(t, e.nodeDue("olt-a", "exec-1", "job"))
 	waitFor(t, 30*time.Second, "a first batch", func() bool { return len(e.batches(t, "olt-a", "exec-1")) > 0 })
 

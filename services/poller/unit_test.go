@@ -54,6 +54,9 @@ func TestConfigValidate(t *testing.T) {
 		{"too many workers", func(c *Config) { c.Workers = 5000 }, false},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, false},
 		{"max repetitions too big", func(c *Config) { c.MaxRepetitions = 1000 }, false},
+		{"negative row buffer", func(c *Config) { c.RowBufferVarbinds = -1 }, false},
+		{"row buffer of one varbind", func(c *Config) { c.RowBufferVarbinds = 1 }, true},
+		{"huge row buffer", func(c *Config) { c.RowBufferVarbinds = MaxRowBufferVarbinds + 1 }, false},
 		{"get chunk over gosnmp's limit", func(c *Config) { c.GetChunk = 61 }, false},
 		{"tiny snmp timeout", func(c *Config) { c.SNMPTimeout = time.Millisecond }, false},
 		{"tiny node timeout", func(c *Config) { c.NodeTimeout = time.Millisecond }, false},
@@ -84,7 +87,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	if d := (Config{}).WithDefaults(); d.Workers != 11 || d.Classes != DefaultClasses() || d.LeaseBusyDelay != time.Second || d.SNMPTimeout != 2*time.Second ||
-		d.SNMPRetries != 1 || d.MaxRepetitions != 10 || d.BatchSize != 500 || d.NodeTimeout != 60*time.Second || d.PollerID == "" ||
+		d.SNMPRetries != 1 || d.MaxRepetitions != 25 || d.BatchSize != 500 || d.RowBufferVarbinds != 262144 || d.NodeTimeout != 60*time.Second || d.PollerID == "" ||
 		d.PDURetries != 4 || d.PDUBackoff != 250*time.Millisecond || d.PDURetryBudget != 100 {
 		t.Fatalf("defaults %+v", d)
 	}

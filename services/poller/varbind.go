@@ -23,7 +23,7 @@ func toVarbind(pdu gosnmp.SnmpPDU) streams.Varbind {
 	case gosnmp.OctetString:
 		vb.Type = streams.VTOctetString
 		if b, ok := pdu.Value.([]byte); ok {
-			vb.Value = hex.EncodeToString(b)
+			vb.Value = hexString(b)
 		}
 	case gosnmp.ObjectIdentifier:
 		vb.Type = streams.VTOID
@@ -100,4 +100,19 @@ func decimal(v any) string {
 	default:
 		return gosnmp.ToBigInt(v).String()
 	}
+}
+
+// hexString is hex.EncodeToString with one allocation instead of two.
+func hexString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.Grow(2 * len(b))
+	const digits = "0123456789abcdef"
+	for _, c := range b {
+		sb.WriteByte(digits[c>>4])
+		sb.WriteByte(digits[c&0x0f])
+	}
+	return sb.String()
 }
