@@ -16,26 +16,35 @@ func BenchmarkBuildMIB1024(b *testing.B) {
 }
 
 // BenchmarkRespondGetBulk measures the agent core without sockets: one
-// GETBULK of 25 repetitions walked across a 4096-ONU table.
+// GETBULK of 25 repetitions walked across a 4096-ONU table, served by the
+// compact ONU tables and by the former flat list of encoded rows.
 func BenchmarkRespondGetBulk(b *testing.B) {
 	p := huaweiProfile()
 	sh := Shape{Slots: 1, PortsPerSlot: 16, ONUsPerPort: 256}
-	m := p.buildMIB("x", sh, p.generate(sh, 1))
-	msg := getBulkMessage(b, "public", mustOID("1.3.6.1.4.1.2011.6.128.1.1.2.43.1.9"), 25)
-	var req request
-	out := make([]byte, 0, 70000)
-	b.ReportAllocs()
-	vbs := 0
-	for b.Loop() {
-		if err := parseRequest(msg, &req); err != nil {
-			b.Fatal(err)
+	onus := p.generate(sh, 1)
+	for _, layout := range []string{"compact", "flat"} {
+		m := p.buildMIB("x", sh, onus)
+		if layout == "flat" {
+			m = buildFlatMIB(p, "x", sh, onus)
 		}
-		if _, ok := respond(&req, m, out[:0], DefaultMaxResponseBytes, 1); !ok {
-			b.Fatal("no response")
-		}
-		vbs += 25
+		b.Run(layout, func(b *testing.B) {
+			msg := getBulkMessage(b, "public", mustOID("1.3.6.1.4.1.2011.6.128.1.1.2.43.1.9"), 25)
+			var req request
+			out := make([]byte, 0, 70000)
+			b.ReportAllocs()
+			vbs := 0
+			for b.Loop() {
+				if err := parseRequest(msg, &req); err != nil {
+					b.Fatal(err)
+				}
+				if _, ok := respond(&req, m, out[:0], DefaultMaxResponseBytes, 1); !ok {
+					b.Fatal("no response")
+				}
+				vbs += 25
+			}
+			b.ReportMetric(float64(vbs)/b.Elapsed().Seconds(), "varbinds/s")
+		})
 	}
-	b.ReportMetric(float64(vbs)/b.Elapsed().Seconds(), "varbinds/s")
 }
 
 // BenchmarkUDPBulkWalk walks one 4096-ONU OLT over UDP with gosnmp.

@@ -18,6 +18,8 @@ func (o *OLT) SetONUOnline(index string, online bool) error {
 			continue
 		}
 		if s.online != online {
+			o.mutableONUs()
+			s = &o.onus[i]
 			s.online = online
 			if !online {
 				s.downCause = 2 // LOS, as a Life tick draws it

@@ -43,6 +43,7 @@ func (o *OLT) Tick() uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.tick++
+	o.mutableONUs()
 	l := o.cfg.Life
 	rng := rand.New(rand.NewPCG(uint64(o.cfg.Seed), 0x6c696665<<32|o.tick))
 	pct := func(p float64) bool { return p > 0 && rng.Float64()*100 < p }
@@ -51,13 +52,13 @@ func (o *OLT) Tick() uint64 {
 		switch {
 		case s.online && pct(l.OfflinePercent):
 			s.online = false
-			s.downCause = []int{2, 13}[rng.IntN(2)]
+			s.downCause = [2]uint8{2, 13}[rng.IntN(2)]
 		case !s.online && pct(l.OnlinePercent):
 			s.online = true
 		}
 		if s.online && l.RxDriftDBm > 0 {
 			d := int((rng.Float64()*2 - 1) * l.RxDriftDBm * 100)
-			s.rxCenti = min(-800, max(-2800, s.rxCenti+d))
+			s.rxCenti = int16(min(-800, max(-2800, int(s.rxCenti)+d)))
 		}
 	}
 	if l.AddPercent > 0 || l.RemovePercent > 0 {
@@ -81,7 +82,7 @@ func (o *OLT) Tick() uint64 {
 func (o *OLT) removeOne(rng *rand.Rand, pp ponPort) {
 	var idx []int
 	for i := range o.onus {
-		if o.onus[i].slot == pp.slot && o.onus[i].port == pp.port {
+		if o.onus[i].Slot() == pp.slot && o.onus[i].Port() == pp.port {
 			idx = append(idx, i)
 		}
 	}
@@ -95,13 +96,13 @@ func (o *OLT) removeOne(rng *rand.Rand, pp ponPort) {
 func (o *OLT) addOne(rng *rand.Rand, pp ponPort) {
 	used := make(map[int]bool)
 	for i := range o.onus {
-		if o.onus[i].slot == pp.slot && o.onus[i].port == pp.port {
-			used[o.onus[i].id] = true
+		if o.onus[i].Slot() == pp.slot && o.onus[i].Port() == pp.port {
+			used[o.onus[i].ID()] = true
 		}
 	}
 	for id := o.prof.firstONU; id < o.prof.firstONU+256; id++ {
 		if !used[id] {
-			o.onus = append(o.onus, newONUState(o.prof, rng, pp.slot, pp.port, id))
+			o.onus = append(o.onus, newONUState(rng, pp.slot, pp.port, id))
 			return
 		}
 	}

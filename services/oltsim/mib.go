@@ -21,7 +21,10 @@ type entry struct {
 	getEnc []byte
 }
 
-// mibView is an immutable, sorted set of entries served by one agent.
+// mibView is an immutable, sorted set of varbinds served by one agent:
+// pre-encoded entries (a recording; the system group and ifTable of a
+// generated OLT) and, for a generated OLT, its ONU tables computed on
+// demand (tab). Requests address it by position (see table.go).
 type mibView struct {
 	entries []entry
 	// objects are the OIDs of objects (table columns, scalars) for the
@@ -29,6 +32,12 @@ type mibView struct {
 	// miss is noSuchInstance, as snmpsim answers for recordings.
 	objects []oid
 	strict  bool
+
+	// tab, when set, serves the ONU tables; segs interleave entries and
+	// table columns in OID order over positions 0..total-1.
+	tab   *onuTable
+	segs  []segment
+	total int
 }
 
 // mibBuilder collects entries before freezing them into a mibView.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,12 +30,15 @@ type OLT struct {
 	maxBytes  int
 	pools     *pools
 
-	mib    atomic.Pointer[mibView]
-	boot   atomic.Int64 // unix nanoseconds of the last (simulated) boot
+	mib    atomic.Pointer[mibView] // static + ONU tables; nil: rebuild
+	static atomic.Pointer[mibView] // the encoded static part, built once
+	boot   atomic.Int64            // unix nanoseconds of the last (simulated) boot
 	rec    recorder
 	faults *faultState
 
-	mu   sync.Mutex // guards onus and life state
+	mu sync.Mutex // guards onus and life state
+	// onus is never modified in place once a view serves it: changes
+	// (life ticks, SetONUOnline) work on a copy (mutableONUs).
 	onus []onuState
 	tick uint64
 
@@ -256,7 +260,9 @@ func (o *OLT) onuCount() int {
 	return len(o.onus)
 }
 
-// view returns the served MIB, building it from the ONU state if needed.
+// view returns the served MIB, building it from the ONU state if needed:
+// the static part is encoded on the first request, the ONU tables are
+// served from the ONU records as they are (no copy, nothing encoded).
 func (o *OLT) view() *mibView {
 	if m := o.mib.Load(); m != nil {
 		return m
@@ -266,7 +272,21 @@ func (o *OLT) view() *mibView {
 	if m := o.mib.Load(); m != nil {
 		return m
 	}
-	m := o.prof.buildMIB(o.name, o.cfg.Shape, o.onus)
+	st := o.static.Load()
+	if st == nil {
+		st = o.prof.buildStatic(o.name, o.cfg.Shape)
+		o.static.Store(st)
+	}
+	m := st.withTable(o.prof, o.onus)
 	o.mib.Store(m)
 	return m
+}
+
+// mutableONUs gives o.onus a private copy when a published view may be
+// reading it, and drops that view; the caller holds o.mu and changes
+// o.onus afterwards.
+func (o *OLT) mutableONUs() {
+	if o.mib.Swap(nil) != nil {
+		o.onus = slices.Clone(o.onus)
+	}
 }

@@ -3,19 +3,28 @@ package oltsim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"sync"
 )
 
 // column is one data-driven ONU table column: its OID, how the row index is
-// built and how a value is derived from an ONU. ok=false leaves the row out.
+// built, which ONUs have a row and how a value is derived from an ONU.
+// Index and value are computed on demand for each request; nothing per ONU
+// is stored but the onuState.
 type column struct {
 	oid   oid
-	index func(s *onuState) oid // nil: the profile's rowIndex
-	value func(s *onuState) (v value, ok bool)
+	index func(s *onuState) rowIdx // nil: the profile's rowIndex
+	has   func(s *onuState) bool   // nil: every ONU has a row
+	value func(s *onuState) cell
+	// enc is the BER content of oid (set by profile.init); a row's OID is
+	// enc followed by the index sub-identifiers.
+	enc []byte
 }
 
 // profile describes one vendor's agent: system group, PON ports and ONU
-// tables. Profiles are data, not code branches.
+// tables. Profiles are data, not code branches, and immutable once built:
+// every OLT of a profile shares one.
 type profile struct {
 	name         string
 	sysDescr     string
@@ -27,9 +36,30 @@ type profile struct {
 	// flatPorts numbers PON ports 1..Slots*PortsPerSlot with slot 0 (V-SOL).
 	flatPorts bool
 	ponIndex  func(slot, port int) int64
-	rowIndex  func(s *onuState) oid
+	rowIndex  func(s *onuState) rowIdx
 	ifDescr   func(slot, port int) string
-	columns   []column
+	// columns are sorted by OID (init); no column OID is a prefix of
+	// another.
+	columns []column
+}
+
+// init sorts the columns and pre-encodes their OIDs.
+func (p *profile) init() *profile {
+	slices.SortFunc(p.columns, func(a, b column) int { return compareOID(a.oid, b.oid) })
+	for i := range p.columns {
+		c := &p.columns[i]
+		if c.index == nil {
+			c.index = p.rowIndex
+		}
+		tlv := appendOID(nil, c.oid)
+		d := decoder{b: tlv}
+		_, content, _ := d.next()
+		c.enc = content
+		if i > 0 && c.oid.hasPrefix(p.columns[i-1].oid) {
+			panic(fmt.Sprintf("profile %s: column %s nests in %s", p.name, c.oid, p.columns[i-1].oid))
+		}
+	}
+	return p
 }
 
 // ProfileNames lists the built-in vendor profiles.
@@ -37,33 +67,28 @@ func ProfileNames() []string {
 	return []string{"huawei-ma5800", "zte-c300", "fiberhome-an5516", "vsol-v1600g"}
 }
 
+var profileCache = sync.OnceValue(func() map[string]*profile {
+	return map[string]*profile{
+		"huawei-ma5800":    huaweiProfile(),
+		"zte-c300":         zteProfile(),
+		"fiberhome-an5516": fiberhomeProfile(),
+		"vsol-v1600g":      vsolProfile(),
+	}
+})
+
+// profileByName returns the shared, immutable profile.
 func profileByName(name string) (*profile, error) {
-	switch name {
-	case "huawei-ma5800":
-		return huaweiProfile(), nil
-	case "zte-c300":
-		return zteProfile(), nil
-	case "fiberhome-an5516":
-		return fiberhomeProfile(), nil
-	case "vsol-v1600g":
-		return vsolProfile(), nil
+	if p, ok := profileCache()[name]; ok {
+		return p, nil
 	}
 	return nil, fmt.Errorf("unknown profile %q (known: %v)", name, ProfileNames())
 }
 
-// onlineInt returns a value only for online ONUs.
-func onlineInt(f func(s *onuState) int64) func(s *onuState) (value, bool) {
-	return func(s *onuState) (value, bool) {
-		if !s.online {
-			return value{}, false
-		}
-		return intValue(f(s)), true
-	}
-}
+// online is a column's has for rows only online ONUs have.
+func online(s *onuState) bool { return s.online }
 
-func always(f func(s *onuState) value) func(s *onuState) (value, bool) {
-	return func(s *onuState) (value, bool) { return f(s), true }
-}
+// hasRow tells whether s has a row in column c.
+func (c *column) hasRow(s *onuState) bool { return c.has == nil || c.has(s) }
 
 // ponPort is one PON port of a shape.
 type ponPort struct{ slot, port int }
@@ -87,10 +112,11 @@ func (p *profile) ports(sh Shape) []ponPort {
 // generate draws the initial ONU population deterministically from seed.
 func (p *profile) generate(sh Shape, seed int64) []onuState {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6f6c7473696d))
-	var out []onuState
-	for _, pp := range p.ports(sh) {
+	ports := p.ports(sh)
+	out := make([]onuState, 0, len(ports)*sh.ONUsPerPort)
+	for _, pp := range ports {
 		for i := 0; i < sh.ONUsPerPort; i++ {
-			out = append(out, newONUState(p, rng, pp.slot, pp.port, p.firstONU+i))
+			out = append(out, newONUState(rng, pp.slot, pp.port, p.firstONU+i))
 		}
 	}
 	return out
@@ -103,10 +129,9 @@ var (
 	oidIfName  = mustOID("1.3.6.1.2.1.31.1.1.1.1")
 )
 
-// buildMIB renders the system group, the ifTable of PON ports and the ONU
-// tables into a sorted view.
-func (p *profile) buildMIB(name string, sh Shape, onus []onuState) *mibView {
-	b := &mibBuilder{strict: true}
+// staticMIB adds the system group and the ifTable of PON ports: the part of
+// a generated agent that is the same whatever its ONUs do.
+func (p *profile) staticMIB(b *mibBuilder, name string, sh Shape) {
 	scalar := func(o oid, v value) {
 		b.add(o.join(0), v)
 		b.object(o)
@@ -138,22 +163,24 @@ func (p *profile) buildMIB(name string, sh Shape, onus []onuState) *mibView {
 		b.add(oidIfTable.join(8, idx), intValue(1))
 		b.add(oidIfName.join(idx), strValue(d))
 	}
+}
+
+// buildStatic encodes the static part of the agent (a few hundred
+// varbinds at most, whatever the number of ONUs).
+func (p *profile) buildStatic(name string, sh Shape) *mibView {
+	b := &mibBuilder{strict: true}
+	p.staticMIB(b, name, sh)
 	for _, c := range p.columns {
 		b.object(c.oid)
-		for i := range onus {
-			s := &onus[i]
-			v, ok := c.value(s)
-			if !ok {
-				continue
-			}
-			idx := p.rowIndex
-			if c.index != nil {
-				idx = c.index
-			}
-			b.add(c.oid.join(idx(s)...), v)
-		}
 	}
 	return b.build()
+}
+
+// buildMIB returns the agent's view: the encoded static part and the ONU
+// tables served from onus (sorted by slot, port, id; not modified
+// afterwards) by index arithmetic.
+func (p *profile) buildMIB(name string, sh Shape, onus []onuState) *mibView {
+	return p.buildStatic(name, sh).withTable(p, onus)
 }
 
 // sortONUs orders rows by slot, port, id.

@@ -65,12 +65,8 @@ func respond(r *request, m *mibView, out []byte, maxBytes int, uptime uint32) ([
 	switch r.pdu {
 	case pduGet:
 		for i, q := range r.oids {
-			if idx, ok := m.find(q); ok {
-				if e := &m.entries[idx]; e.getEnc != nil {
-					b = append(b, e.getEnc...)
-				} else {
-					b = appendEntry(b, e, uptime)
-				}
+			if pos, ok := m.seek(q); ok {
+				b = m.appendGetAt(b, pos, uptime)
 			} else {
 				b = appendRawVarbind(b, r.rawOIDs[i], m.missTag(q))
 			}
@@ -78,9 +74,9 @@ func respond(r *request, m *mibView, out []byte, maxBytes int, uptime uint32) ([
 		tooBig = len(b)-h > limit
 	case pduGetNext:
 		for i, q := range r.oids {
-			idx := m.nextIndex(q)
-			if idx < len(m.entries) {
-				b = appendEntry(b, &m.entries[idx], uptime)
+			pos := m.after(q)
+			if pos < m.size() {
+				b = m.appendAt(b, pos, uptime)
 			} else {
 				b = appendRawVarbind(b, r.rawOIDs[i], tagEndOfMibView)
 			}
@@ -121,10 +117,9 @@ func getBulk(r *request, m *mibView, b []byte, h, limit int, uptime uint32) ([]b
 	nonRep := int(max(0, min(r.nonRep, int64(n))))
 	maxRep := int(max(0, min(r.maxRep, 1<<20)))
 	for i := 0; i < nonRep; i++ {
-		q := r.oids[i]
-		idx := m.nextIndex(q)
-		if idx < len(m.entries) {
-			b = appendEntry(b, &m.entries[idx], uptime)
+		pos := m.after(r.oids[i])
+		if pos < m.size() {
+			b = m.appendAt(b, pos, uptime)
 		} else {
 			b = appendRawVarbind(b, r.rawOIDs[i], tagEndOfMibView)
 		}
@@ -142,21 +137,22 @@ func getBulk(r *request, m *mibView, b []byte, h, limit int, uptime uint32) ([]b
 		pos, last = make([]int, 0, reps), make([]int, 0, reps)
 	}
 	for j := nonRep; j < n; j++ {
-		pos = append(pos, m.nextIndex(r.oids[j]))
+		pos = append(pos, m.after(r.oids[j]))
 		last = append(last, -1)
 	}
+	size := m.size()
 	for rep := 0; rep < maxRep; rep++ {
 		allEnd := true
 		for k := 0; k < reps; k++ {
 			mark := len(b)
 			idx := pos[k]
-			if idx < len(m.entries) {
-				b = appendEntry(b, &m.entries[idx], uptime)
-				pos[k] = idx + 1
+			if idx < size {
+				b = m.appendAt(b, idx, uptime)
+				pos[k] = m.advance(idx)
 				last[k] = idx
 				allEnd = false
 			} else if last[k] >= 0 {
-				b = appendExceptionVB(b, m.entries[last[k]].oid, tagEndOfMibView)
+				b = m.appendExceptionAt(b, last[k], tagEndOfMibView)
 			} else {
 				b = appendRawVarbind(b, r.rawOIDs[nonRep+k], tagEndOfMibView)
 			}
