@@ -172,6 +172,10 @@ type ConsumerDef struct {
 // InProgressEvery, a third of it).
 const ProjectionAckWait = 10 * time.Second
 
+// ProjectionGroupMaxMessages is the MaxAckPending of a grouped projection
+// consumer: the most messages one group (one fetch) may hold.
+const ProjectionGroupMaxMessages = 4096
+
 // ConsumerConfigs returns every durable consumer Facho uses.
 func ConsumerConfigs(o Options) []ConsumerDef {
 	o = o.WithDefaults()
@@ -202,6 +206,11 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		d.Config.MaxDeliver = -1
 		return d
 	}
+	grouped := func(d ConsumerDef) ConsumerDef {
+		d.Config.MaxAckPending = ProjectionGroupMaxMessages
+		d.Config.MaxDeliver = -1
+		return d
+	}
 	// A NodeDue whose OLT is busy is NAKed with a delay until the lease
 	// frees: that is waiting, not failing, hence the high bound. The poller
 	// ends a NodeDue on its PollerMaxDeliveries-th delivery itself (dead
@@ -222,7 +231,13 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamConfig, ConsumerProjectorConfig, SubjectsConfig, "projector: configuration read model", ProjectionAckWait, 10)),
 		ordered(mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", ProjectionAckWait, 10)),
 		ordered(mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", ProjectionAckWait, 10)),
-		ordered(mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data", ProjectionAckWait, 10)),
+		// The varbind projection fetches many messages and applies them in
+		// one transaction per worker (services/projector varbindloop.go):
+		// one holder at a time (a Postgres advisory lock), messages
+		// fetched only after the previous group ended, and at start the
+		// messages a previous holder left unacked are applied first, so
+		// each OLT's batches are still applied in stream order.
+		grouped(mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data and onu_history", ProjectionAckWait, 10)),
 		// The auditor's coordinator_logs are a projection too (checkpointed).
 		ordered(mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", ProjectionAckWait, 10)),
 		ordered(mk(StreamAudit, ConsumerAuditorAudit, SubjectsAudit, "auditor: coordinator logs of audit events", ProjectionAckWait, 10)),

@@ -92,6 +92,9 @@ func Table() []Identity {
 				streams.ConsumerProjectorExec, streams.ConsumerProjectorVarbinds,
 				streams.ConsumerProjectorDLQ,
 			},
+			// At start, the varbind batches a previous holder fetched and
+			// did not ack are read and applied first (varbindloop.go).
+			ReadMsgs: []string{streams.StreamVarbinds},
 		},
 		{
 			Name:        Auditor,

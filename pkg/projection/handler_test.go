@@ -70,7 +70,7 @@ func (f *flakyGate) pass() bool {
 func startRouter(t *testing.T, js jetstream.JetStream, reg prometheus.Registerer, h jsrouter.Handler) (stop func()) {
 	t.Helper()
 	r := jsroutertest.New(t, js, reg)
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, h)
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, h)
 	return jsroutertest.Run(t, r)
 }
 
@@ -107,8 +107,8 @@ func TestHandler(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE TABLE words (seq bigint PRIMARY KEY, word text NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	const consumer = streams.ConsumerProjectorVarbinds
-	subject := streams.SubjectVarbinds("olt-1")
+	const consumer = streams.ConsumerProjectorExec
+	subject := streams.SubjectExec("olt-1", streams.PhaseStarted)
 	msgs := []string{
 		"row:one",    // 1 applied
 		"bad",        // 2 malformed: dead letter, checkpoint moves past
@@ -173,7 +173,7 @@ func TestHandler(t *testing.T) {
 
 	// Everything again from the start (a new consumer, a replay): nothing
 	// is applied twice and nothing is committed twice.
-	if err := env.JS.DeleteConsumer(ctx, streams.StreamVarbinds, consumer); err != nil {
+	if err := env.JS.DeleteConsumer(ctx, streams.StreamExec, consumer); err != nil {
 		t.Fatal(err)
 	}
 	if err := streams.Provision(ctx, env.JS, streams.Options{Storage: jetstream.MemoryStorage}); err != nil {

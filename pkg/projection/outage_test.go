@@ -166,7 +166,7 @@ func runProjection(t *testing.T, js jetstream.JetStream, pool *pgxpool.Pool, reg
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, projection.Handler(pool, decodeRows))
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, projection.Handler(pool, decodeRows))
 	jsroutertest.Run(t, r)
 }
 
@@ -190,7 +190,7 @@ func counter(t *testing.T, g prometheus.Gatherer, name string) float64 {
 func publishAll(t *testing.T, js jetstream.JetStream, msgs ...string) {
 	t.Helper()
 	for _, s := range msgs {
-		if _, err := js.Publish(context.Background(), streams.SubjectVarbinds("olt-1"), []byte(s)); err != nil {
+		if _, err := js.Publish(context.Background(), streams.SubjectExec("olt-1", streams.PhaseStarted), []byte(s)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -219,7 +219,7 @@ func TestDatabaseOutageLosesNothing(t *testing.T) {
 	publishAll(t, env.JS, "row:one")
 	reg := prometheus.NewRegistry()
 	runProjection(t, env.JS, pool, reg)
-	const consumer = streams.ConsumerProjectorVarbinds
+	const consumer = streams.ConsumerProjectorExec
 	jsroutertest.Eventually(t, "checkpoint 1", func() bool {
 		c, err := projection.Checkpoint(ctx, pool, consumer)
 		return err == nil && c == 1
@@ -264,7 +264,7 @@ func TestPoisonMessageOnAHealthyDatabaseIsDeadLettered(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	runProjection(t, env.JS, pool, reg)
 	jsroutertest.Eventually(t, "checkpoint 3", func() bool {
-		c, err := projection.Checkpoint(ctx, pool, streams.ConsumerProjectorVarbinds)
+		c, err := projection.Checkpoint(ctx, pool, streams.ConsumerProjectorExec)
 		return err == nil && c == 3
 	})
 	s, err := env.JS.Stream(ctx, streams.StreamDLQ)

@@ -68,11 +68,11 @@ func lockCheckpoint(ctx context.Context, tx pgx.Tx, consumer string) (uint64, er
 
 // Checkpoint returns the last sequence consumer applied, 0 when none.
 func Checkpoint(ctx context.Context, pool *pgxpool.Pool, consumer string) (uint64, error) {
+	// A partitioned projection's per-OLT checkpoints may be ahead of its
+	// consumer checkpoint while a group is half committed.
 	var last int64
-	err := pool.QueryRow(ctx, `SELECT last_seq FROM checkpoints WHERE consumer = $1`, consumer).Scan(&last)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+	err := pool.QueryRow(ctx, `SELECT GREATEST(COALESCE((SELECT last_seq FROM checkpoints WHERE consumer = $1), 0),
+		COALESCE((SELECT max(last_seq) FROM olt_checkpoints WHERE consumer = $1), 0))`, consumer).Scan(&last)
 	if err != nil {
 		return 0, fmt.Errorf("read checkpoint of %s: %w", consumer, err)
 	}
@@ -86,6 +86,9 @@ func Reset(ctx context.Context, pool *pgxpool.Pool, consumer string, seq uint64)
 		ON CONFLICT (consumer) DO UPDATE SET last_seq = EXCLUDED.last_seq, updated_at = now()`, consumer, int64(seq))
 	if err != nil {
 		return fmt.Errorf("reset checkpoint of %s to %d: %w", consumer, seq, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE olt_checkpoints SET last_seq = $2, updated_at = now() WHERE consumer = $1 AND last_seq > $2`, consumer, int64(seq)); err != nil {
+		return fmt.Errorf("reset olt checkpoints of %s to %d: %w", consumer, seq, err)
 	}
 	return nil
 }

@@ -23,7 +23,15 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 		if err := tx.QueryRow(ctx, `SELECT last_seq FROM `+rb.live+`.checkpoints WHERE consumer = $1 FOR UPDATE`, c).Scan(&last); err != nil {
 			return fmt.Errorf("lock checkpoint of %s: %w", c, err)
 		}
-		live[c] = uint64(last)
+		// A partitioned projection (the varbind batches) also keeps a
+		// checkpoint per OLT, ahead of its consumer checkpoint while a
+		// group is half committed: the live rows hold messages up to the
+		// highest of them, and the shadow catches up that far.
+		var perOLT int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(max(last_seq), 0) FROM `+rb.live+`.olt_checkpoints WHERE consumer = $1`, c).Scan(&perOLT); err != nil {
+			return fmt.Errorf("read olt checkpoints of %s: %w", c, err)
+		}
+		live[c] = uint64(max(last, perOLT))
 	}
 	// The live consumers are paused now: catch up to their checkpoints.
 	for i, s := range rb.model.Sources {

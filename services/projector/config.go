@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/facho-olt/facho/streams"
 )
 
 // Config of the projector. Zero values take defaults.
@@ -24,14 +26,22 @@ type Config struct {
 	// FetchWait bounds one pull from a consumer, and so how long shutdown
 	// may wait for an idle fetch; default 1s.
 	FetchWait time.Duration
-	// OutboxFlushEvery is how often ONU-change events left unpublished (NATS
-	// unreachable after commit) are retried; default 5s.
-	OutboxFlushEvery time.Duration
 	// OutboxBatch is how many outbox events are published per round;
 	// default 1000.
 	OutboxBatch int
 	// PublishTimeout bounds one round of ONU-change publishing; default 10s.
 	PublishTimeout time.Duration
+	// Workers is how many transactions apply a group of varbind batches
+	// side by side, each for its share of the OLTs (per-OLT order kept);
+	// default 2.
+	Workers int
+	// GroupMessages is the most varbind batches fetched and applied as one
+	// group; default 256, at most streams.ProjectionGroupMaxMessages.
+	GroupMessages int
+
+	// afterCommit, in tests, runs between a group's commit and its publish
+	// (a crash there is what pending_events is for).
+	afterCommit func()
 }
 
 // WithDefaults fills zero fields.
@@ -45,14 +55,17 @@ func (c Config) WithDefaults() Config {
 	if c.FetchWait == 0 {
 		c.FetchWait = time.Second
 	}
-	if c.OutboxFlushEvery == 0 {
-		c.OutboxFlushEvery = 5 * time.Second
-	}
 	if c.OutboxBatch == 0 {
 		c.OutboxBatch = 1000
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 10 * time.Second
+	}
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	if c.GroupMessages == 0 {
+		c.GroupMessages = 256
 	}
 	return c
 }
@@ -66,14 +79,17 @@ func (c Config) Validate() error {
 	if c.FetchWait < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("fetch wait %s: want at least 10ms", c.FetchWait))
 	}
-	if c.OutboxFlushEvery < 10*time.Millisecond {
-		errs = append(errs, fmt.Errorf("outbox flush interval %s: want at least 10ms", c.OutboxFlushEvery))
-	}
 	if c.OutboxBatch < 1 || c.OutboxBatch > 100000 {
 		errs = append(errs, fmt.Errorf("outbox batch %d: want 1..100000", c.OutboxBatch))
 	}
 	if c.PublishTimeout < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("publish timeout %s: want at least 100ms", c.PublishTimeout))
+	}
+	if c.Workers < 1 || c.Workers > 64 {
+		errs = append(errs, fmt.Errorf("workers %d: want 1..64", c.Workers))
+	}
+	if c.GroupMessages < 1 || c.GroupMessages > streams.ProjectionGroupMaxMessages {
+		errs = append(errs, fmt.Errorf("group messages %d: want 1..%d", c.GroupMessages, streams.ProjectionGroupMaxMessages))
 	}
 	return errors.Join(errs...)
 }

@@ -36,10 +36,20 @@ func newRig(t *testing.T) *rig {
 // start runs the projector; the returned func stops it and waits.
 func (r *rig) start() (stop func()) {
 	r.t.Helper()
+	return r.startWith(Config{})
+}
+
+// startWith runs the projector with cfg (test timings filled in).
+func (r *rig) startWith(cfg Config) (stop func()) {
+	r.t.Helper()
+	cfg.NackDelay, cfg.FetchWait = 100*time.Millisecond, 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
+	if hook := cfg.afterCommit; hook != nil {
+		cfg.afterCommit = func() { hook(); cancel() }
+	}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- Run(ctx, Config{NackDelay: 100 * time.Millisecond, FetchWait: 100 * time.Millisecond, OutboxFlushEvery: 200 * time.Millisecond},
+		errc <- Run(ctx, cfg,
 			Deps{JS: r.js, DB: r.pool, Log: zerolog.Nop(), Registry: r.reg})
 	}()
 	stopped := false

@@ -19,6 +19,12 @@ type metrics struct {
 	staleExec        prometheus.Counter
 	onuEvents        *prometheus.CounterVec
 	outboxFailures   prometheus.Counter
+	// The varbind projection's own loop (varbindloop.go).
+	varbindLeader       prometheus.Gauge
+	varbindMessages     *prometheus.CounterVec
+	varbindGroups       prometheus.Histogram
+	varbindGroupSeconds prometheus.Histogram
+	varbindOutageTries  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -47,6 +53,28 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_projector_outbox_publish_failures_total",
 			Help: "Rounds of ONU-change publishing that failed and will be retried.",
 		}),
+		varbindLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "facho_projector_varbind_leader",
+			Help: "1 while this projector holds the varbind projection (0: standing by).",
+		}),
+		varbindMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_projector_varbind_messages_total",
+			Help: "Varbind batches by outcome (applied, skipped: already applied, dead_lettered).",
+		}, []string{"outcome"}),
+		varbindGroups: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "facho_projector_varbind_group_messages",
+			Help:    "Varbind batches per group (one fetch, one transaction per worker).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 13),
+		}),
+		varbindGroupSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "facho_projector_varbind_group_seconds",
+			Help:    "Time to apply, publish and ack one group of varbind batches.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}),
+		varbindOutageTries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_varbind_outage_retries_total",
+			Help: "Tries of a group of varbind batches held through a database outage (not counted toward dead-lettering).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -58,6 +86,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		jsrouter.Register(reg, &m.staleExec),
 		jsrouter.Register(reg, &m.onuEvents),
 		jsrouter.Register(reg, &m.outboxFailures),
+		jsrouter.Register(reg, &m.varbindLeader),
+		jsrouter.Register(reg, &m.varbindMessages),
+		jsrouter.Register(reg, &m.varbindGroups),
+		jsrouter.Register(reg, &m.varbindGroupSeconds),
+		jsrouter.Register(reg, &m.varbindOutageTries),
 	)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package projector
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,186 +14,224 @@ import (
 	"github.com/facho-olt/facho/streams"
 )
 
-// decodeVarbinds decodes a varbind batch with its own columns and returns
-// the onu_data upsert, which also writes the ONU-change events it causes to
-// the outbox, and their publication after commit.
-func (p *projector) decodeVarbinds(m jsrouter.Msg) (projection.Change, error) {
-	_, b, err := streams.Decode[streams.VarbindBatch](m.Data)
+// vbMsg is one decoded varbind batch of the FACHO_VARBINDS stream.
+type vbMsg struct {
+	Seq   uint64
+	Batch streams.VarbindBatch
+	Dec   Decoded
+}
+
+// decodeVarbindMsg decodes and checks one varbind batch; an error wraps
+// streams.ErrMalformed (the message can never be applied).
+func decodeVarbindMsg(subject string, seq uint64, data []byte) (vbMsg, error) {
+	env, err := streams.DecodeEnvelope(data)
 	if err != nil {
-		return projection.Change{}, err
+		return vbMsg{}, err
+	}
+	if err := streams.CheckSubject(subject, env); err != nil {
+		return vbMsg{}, err
+	}
+	_, b, err := streams.Decode[streams.VarbindBatch](data)
+	if err != nil {
+		return vbMsg{}, err
+	}
+	if b.CollectedAt.IsZero() {
+		return vbMsg{}, fmt.Errorf("%w: varbind batch without collected_at", streams.ErrMalformed)
 	}
 	d, err := DecodeBatch(b)
 	if err != nil {
-		return projection.Change{}, err
+		return vbMsg{}, err
 	}
-	collected := b.CollectedAt
-	if collected.IsZero() {
-		return projection.Change{}, fmt.Errorf("%w: varbind batch without collected_at", streams.ErrMalformed)
-	}
-	seenBy := rxReader(b)
-	apply := func(ctx context.Context, tx pgx.Tx) error {
-		n, changes, err := upsertONUs(ctx, tx, b.OLTID, b.ExecutionID, seenBy, collected.UTC(), d)
-		if err != nil {
-			return err
-		}
-		if b.Last && readsRx(b) {
-			cleared, err := clearUnreadRx(ctx, tx, b.OLTID, seenBy)
-			if err != nil {
-				return err
-			}
-			changes = withCleared(changes, cleared)
-		}
-		if b.Last && readsONUTable(b) {
-			removed, err := markRemoved(ctx, tx, b.OLTID, seenBy, collected.UTC())
-			if err != nil {
-				return err
-			}
-			changes = append(changes, removed...)
-		}
-		placed, err := recordPlacement(ctx, tx, b, d)
-		if err != nil {
-			return err
-		}
-		rows, err := changeEvents(p.cfg.Source, m.Seq, b, changes)
-		if err != nil {
-			return err
-		}
-		if warn := unplacedWarning(b, placed); warn != nil {
-			row, err := auditRow(p.cfg.Source, m.Seq, collected, *warn)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, row)
-		}
-		if err := insertOutbox(ctx, tx, rows); err != nil {
-			return err
-		}
-		// Counted inside the transaction: a rollback after this point is
-		// rare (commit failure) and only over-counts.
-		p.metrics.onuRows.Add(float64(n))
-		unplaced := 0
-		for reason, c := range d.Skipped {
-			p.metrics.varbindsSkipped.WithLabelValues(reason).Add(float64(c))
-			unplaced += c
-		}
-		if unplaced > 0 {
-			p.metrics.varbindsUnplaced.WithLabelValues(b.OLTID).Add(float64(unplaced))
-		}
-		for _, c := range changes {
-			p.metrics.onuEvents.WithLabelValues(c.Change).Inc()
-		}
-		return nil
-	}
-	// The events are committed in the outbox: a failed publish is retried
-	// by the outbox loop, not by redelivering the batch.
-	return projection.Change{Apply: apply, Committed: p.outbox.flushLogged}, nil
+	return vbMsg{Seq: seq, Batch: b, Dec: d}, nil
 }
 
-// onuChange is one ONU whose state a batch changed.
+// decodeVarbinds is the one-message form of the varbind projection, for
+// pkg/replay's rebuild (which runs Apply only, in a shadow schema). The
+// live projector applies many messages per transaction (varbindloop.go)
+// with the same applyVarbinds.
+func (p *projector) decodeVarbinds(m jsrouter.Msg) (projection.Change, error) {
+	msg, err := decodeVarbindMsg(m.Subject, m.Seq, m.Data)
+	if err != nil {
+		return projection.Change{}, err
+	}
+	return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+		_, err := p.applyVarbinds(ctx, tx, []vbMsg{msg})
+		return err
+	}}, nil
+}
+
+// onuChange is one ONU whose state a message changed.
 type onuChange struct {
 	Key      ONUKey
 	Change   string
 	Previous *streams.ONUState
 	Current  streams.ONUState
+	// RemovedAt: of a removed ONU, when; of one discovered again, when it
+	// had been removed (history's removed_at row).
+	RemovedAt *time.Time
 }
 
-// upsertONUs merges the batch into onu_data in two statements (read the
-// current rows, then one INSERT ... SELECT FROM unnest ... ON CONFLICT), and
-// returns how many rows it wrote and which ONUs changed.
-// seenBy tags the ONUs whose Rx power the batch read (see rxReader).
-func upsertONUs(ctx context.Context, tx pgx.Tx, oltID, executionID, seenBy string, collected time.Time, d Decoded) (int, []onuChange, error) {
-	keys := d.Keys()
-	if len(keys) == 0 {
-		return 0, nil, nil
-	}
-	pons := make([]int64, len(keys))
-	onus := make([]int64, len(keys))
-	for i, k := range keys {
-		pons[i], onus[i] = k.PonIndex, k.ONUID
-	}
-	prev := make(map[ONUKey]streams.ONUState, len(keys))
-	// wasRemoved: rows a complete walk had marked removed; seen again, they
-	// are discovered again (the pollers' ONU sets fold both events).
-	wasRemoved := map[ONUKey]bool{}
-	rows, err := tx.Query(ctx, `SELECT o.pon_index, o.onu_id, o.serial, o.description, o.status, o.rx_power_dbm,
-		o.onu_index, o.port_name, o.name, o.tx_power_dbm, o.olt_rx_power_dbm, o.distance_m, o.temperature_c, o.voltage_v, o.bias_ma,
-		o.last_down_cause, o.last_down_at, o.last_up_at, o.model, o.firmware, o.removed_at IS NOT NULL
-		FROM onu_data o JOIN unnest($2::bigint[], $3::bigint[]) AS k(pon_index, onu_id)
-		ON o.pon_index = k.pon_index AND o.onu_id = k.onu_id
-		WHERE o.olt_id = $1`, oltID, pons, onus)
-	if err != nil {
-		return 0, nil, fmt.Errorf("read onu_data of olt %s: %w", oltID, err)
-	}
-	for rows.Next() {
-		var k ONUKey
-		var s streams.ONUState
-		var removed bool
-		if err := rows.Scan(&k.PonIndex, &k.ONUID, &s.Serial, &s.Description, &s.Status, &s.RxPowerDBm,
-			&s.Index, &s.PortName, &s.Name, &s.TxPowerDBm, &s.OLTRxPowerDBm, &s.DistanceM, &s.TemperatureC, &s.VoltageV, &s.BiasMA,
-			&s.LastDownCause, &s.LastDownAt, &s.LastUpAt, &s.Model, &s.Firmware, &removed); err != nil {
-			rows.Close()
-			return 0, nil, fmt.Errorf("scan onu_data of olt %s: %w", oltID, err)
-		}
-		prev[k] = s
-		wasRemoved[k] = removed
-	}
-	if err := rows.Err(); err != nil {
-		return 0, nil, fmt.Errorf("read onu_data of olt %s: %w", oltID, err)
-	}
-	// An ONU the batch only knows to have no optical row is not created.
-	kept := keys[:0]
-	for _, k := range keys {
-		if _, existed := prev[k]; existed || !d.ONUs[k].onlyRxGone() {
-			kept = append(kept, k)
-		}
-	}
-	keys = kept
-	if len(keys) == 0 {
-		return 0, nil, nil
-	}
-	pons, onus = pons[:0], onus[:0]
-	for _, k := range keys {
-		pons, onus = append(pons, k.PonIndex), append(onus, k.ONUID)
-	}
+// storedONU is an onu_data row as the projection holds it in memory.
+type storedONU struct {
+	State     streams.ONUState
+	Stored    bool // in onu_data when loaded
+	RemovedAt *time.Time
+	SeenBy    string
+	RxSeenBy  *string
+	FirstSeen time.Time
+	LastSeen  time.Time
+	LastExec  string
+	Dirty     bool
+}
 
-	serials := make([]string, len(keys))
-	descs := make([]string, len(keys))
-	statuses := make([]string, len(keys))
-	rx := make([]*float64, len(keys))
-	rxRead := make([]bool, len(keys))
-	texts := make([][]string, len(extTextColumns()))
-	for i := range texts {
-		texts[i] = make([]string, len(keys))
+// applyVarbinds projects msgs in tx, each OLT's messages in the order
+// given (stream order), and returns the events to publish after commit.
+// Each ONU row is read once and written once per run of messages (up to
+// a walk's Last batch, whose end-of-walk checks read the table), so a
+// batch of whole rows costs one write per ONU; events and history rows
+// are computed from the merged row and only for real changes.
+func (p *projector) applyVarbinds(ctx context.Context, tx pgx.Tx, msgs []vbMsg) ([]outboxRow, error) {
+	byOLT := map[string][]vbMsg{}
+	var order []string
+	for _, m := range msgs {
+		if _, ok := byOLT[m.Batch.OLTID]; !ok {
+			order = append(order, m.Batch.OLTID)
+		}
+		byOLT[m.Batch.OLTID] = append(byOLT[m.Batch.OLTID], m)
 	}
-	nums := make([][]*float64, len(extNumColumns()))
-	for i := range nums {
-		nums[i] = make([]*float64, len(keys))
+	var out []outboxRow
+	var hist historyRows
+	for _, olt := range order {
+		ms := byOLT[olt]
+		for len(ms) > 0 {
+			// A segment ends at a Last batch: its end-of-walk checks run
+			// on the stored table, so what came before is written first.
+			n := len(ms)
+			for i, m := range ms {
+				if m.Batch.Last {
+					n = i + 1
+					break
+				}
+			}
+			events, err := p.applySegment(ctx, tx, olt, ms[:n], &hist)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, events...)
+			ms = ms[n:]
+		}
 	}
-	times := make([][]*time.Time, len(extTimeColumns()))
-	for i := range times {
-		times[i] = make([]*time.Time, len(keys))
+	if err := hist.insert(ctx, tx); err != nil {
+		return nil, err
 	}
+	return out, nil
+}
+
+// applySegment applies one OLT's messages, of which only the last may be a
+// Last batch.
+func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms []vbMsg, hist *historyRows) ([]outboxRow, error) {
+	keySet := map[ONUKey]struct{}{}
+	for _, m := range ms {
+		for k := range m.Dec.ONUs {
+			keySet[k] = struct{}{}
+		}
+	}
+	rows, err := loadONUs(ctx, tx, olt, keySet)
+	if err != nil {
+		return nil, err
+	}
+	perMsg := make([][]onuChange, len(ms))
+	for i, m := range ms {
+		perMsg[i] = mergeMessage(rows, m)
+	}
+	dirty := 0
+	for _, r := range rows {
+		if r.Dirty {
+			dirty++
+		}
+	}
+	p.metrics.onuRows.Add(float64(dirty))
+	if err := writeONUs(ctx, tx, olt, rows); err != nil {
+		return nil, err
+	}
+	var out []outboxRow
+	for i, m := range ms {
+		b := m.Batch
+		changes := perMsg[i]
+		if b.Last && readsRx(b) {
+			cleared, err := clearUnreadRx(ctx, tx, olt, rxReader(b))
+			if err != nil {
+				return nil, err
+			}
+			changes = withCleared(changes, cleared)
+		}
+		if b.Last && readsONUTable(b) {
+			removed, err := markRemoved(ctx, tx, olt, rxReader(b), b.CollectedAt.UTC())
+			if err != nil {
+				return nil, err
+			}
+			changes = append(changes, removed...)
+		}
+		placed, err := recordPlacement(ctx, tx, b, m.Dec)
+		if err != nil {
+			return nil, err
+		}
+		events, err := changeEvents(p.cfg.Source, m.Seq, b, changes)
+		if err != nil {
+			return nil, err
+		}
+		if warn := unplacedWarning(b, placed); warn != nil {
+			row, err := auditRow(p.cfg.Source, m.Seq, b.CollectedAt, *warn)
+			if err != nil {
+				return nil, err
+			}
+			events = append(events, row)
+		}
+		out = append(out, events...)
+		for _, c := range changes {
+			hist.add(olt, b.ExecutionID, m.Seq, b.CollectedAt.UTC(), c)
+			p.metrics.onuEvents.WithLabelValues(c.Change).Inc()
+		}
+		unplaced := 0
+		for reason, c := range m.Dec.Skipped {
+			p.metrics.varbindsSkipped.WithLabelValues(reason).Add(float64(c))
+			unplaced += c
+		}
+		if unplaced > 0 {
+			p.metrics.varbindsUnplaced.WithLabelValues(olt).Add(float64(unplaced))
+		}
+	}
+	return out, nil
+}
+
+// mergeMessage overlays one message on the rows (creating the ONUs it
+// discovers) and returns its changes.
+func mergeMessage(rows map[ONUKey]*storedONU, m vbMsg) []onuChange {
+	b := m.Batch
+	seenBy := rxReader(b)
+	collected := b.CollectedAt.UTC()
 	var changes []onuChange
-	for i, k := range keys {
-		old, existed := prev[k]
-		cur := merge(old, existed, d.ONUs[k])
-		rxRead[i] = d.ONUs[k].RxPowerSet
-		serials[i], descs[i], statuses[i], rx[i] = cur.Serial, cur.Description, cur.Status, cur.RxPowerDBm
-		for j, c := range extTextColumns() {
-			texts[j][i] = *c.get(&cur)
+	for _, k := range m.Dec.Keys() {
+		f := m.Dec.ONUs[k]
+		r := rows[k]
+		if r == nil {
+			// An ONU the batch only knows to have no optical row is not
+			// created.
+			if f.onlyRxGone() {
+				continue
+			}
+			r = &storedONU{FirstSeen: collected}
+			rows[k] = r
 		}
-		for j, c := range extNumColumns() {
-			nums[j][i] = *c.get(&cur)
-		}
-		for j, c := range extTimeColumns() {
-			times[j][i] = *c.get(&cur)
-		}
+		existed := r.Stored || r.Dirty
+		old := r.State
+		cur := merge(old, existed, f)
 		switch {
 		case !existed:
 			changes = append(changes, onuChange{Key: k, Change: streams.ONUDiscovered, Current: cur})
-		case wasRemoved[k]:
+		case r.RemovedAt != nil:
 			o := old
-			changes = append(changes, onuChange{Key: k, Change: streams.ONUDiscovered, Previous: &o, Current: cur})
+			changes = append(changes, onuChange{Key: k, Change: streams.ONUDiscovered, Previous: &o, Current: cur, RemovedAt: r.RemovedAt})
 		case old.Status != cur.Status:
 			o := old
 			changes = append(changes, onuChange{Key: k, Change: streams.ONUStatusChanged, Previous: &o, Current: cur})
@@ -199,36 +239,138 @@ func upsertONUs(ctx context.Context, tx pgx.Tx, oltID, executionID, seenBy strin
 			o := old
 			changes = append(changes, onuChange{Key: k, Change: streams.ONUUpdated, Previous: &o, Current: cur})
 		}
+		r.State, r.RemovedAt, r.SeenBy = cur, nil, seenBy
+		if f.RxPowerSet {
+			s := seenBy
+			r.RxSeenBy = &s
+		}
+		r.LastSeen, r.LastExec, r.Dirty = collected, b.ExecutionID, true
 	}
-	// rx_seen_by moves only for the ONUs whose Rx power this batch read.
+	return changes
+}
+
+// loadONUs reads the stored rows of keys.
+func loadONUs(ctx context.Context, tx pgx.Tx, olt string, keySet map[ONUKey]struct{}) (map[ONUKey]*storedONU, error) {
+	out := make(map[ONUKey]*storedONU, len(keySet))
+	if len(keySet) == 0 {
+		return out, nil
+	}
+	pons := make([]int64, 0, len(keySet))
+	onus := make([]int64, 0, len(keySet))
+	for k := range keySet {
+		pons, onus = append(pons, k.PonIndex), append(onus, k.ONUID)
+	}
+	rows, err := tx.Query(ctx, `SELECT o.pon_index, o.onu_id, o.serial, o.description, o.status, o.rx_power_dbm,
+		o.onu_index, o.port_name, o.name, o.tx_power_dbm, o.olt_rx_power_dbm, o.distance_m, o.temperature_c, o.voltage_v, o.bias_ma,
+		o.last_down_cause, o.last_down_at, o.last_up_at, o.model, o.firmware, o.removed_at, o.seen_by, o.rx_seen_by,
+		o.first_seen, o.last_seen, o.last_execution_id
+		FROM onu_data o JOIN unnest($2::bigint[], $3::bigint[]) AS k(pon_index, onu_id)
+		ON o.pon_index = k.pon_index AND o.onu_id = k.onu_id
+		WHERE o.olt_id = $1`, olt, pons, onus)
+	if err != nil {
+		return nil, fmt.Errorf("read onu_data of olt %s: %w", olt, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k ONUKey
+		r := &storedONU{Stored: true}
+		s := &r.State
+		if err := rows.Scan(&k.PonIndex, &k.ONUID, &s.Serial, &s.Description, &s.Status, &s.RxPowerDBm,
+			&s.Index, &s.PortName, &s.Name, &s.TxPowerDBm, &s.OLTRxPowerDBm, &s.DistanceM, &s.TemperatureC, &s.VoltageV, &s.BiasMA,
+			&s.LastDownCause, &s.LastDownAt, &s.LastUpAt, &s.Model, &s.Firmware, &r.RemovedAt, &r.SeenBy, &r.RxSeenBy,
+			&r.FirstSeen, &r.LastSeen, &r.LastExec); err != nil {
+			return nil, fmt.Errorf("scan onu_data of olt %s: %w", olt, err)
+		}
+		out[k] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read onu_data of olt %s: %w", olt, err)
+	}
+	return out, nil
+}
+
+// writeONUs writes the dirty rows in one statement and marks them clean.
+func writeONUs(ctx context.Context, tx pgx.Tx, olt string, rows map[ONUKey]*storedONU) error {
+	keys := make([]ONUKey, 0, len(rows))
+	for k, r := range rows {
+		if r.Dirty {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	// Sorted: two transactions writing the same rows lock them in one order.
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].PonIndex != keys[j].PonIndex {
+			return keys[i].PonIndex < keys[j].PonIndex
+		}
+		return keys[i].ONUID < keys[j].ONUID
+	})
+	n := len(keys)
+	pons, onus := make([]int64, n), make([]int64, n)
+	serials, descs, statuses := make([]string, n), make([]string, n), make([]string, n)
+	rx := make([]*float64, n)
+	firstSeen, lastSeen := make([]time.Time, n), make([]time.Time, n)
+	execs, seenBy := make([]string, n), make([]string, n)
+	rxSeenBy := make([]*string, n)
+	texts := make([][]string, len(extTextColumns()))
+	for i := range texts {
+		texts[i] = make([]string, n)
+	}
+	nums := make([][]*float64, len(extNumColumns()))
+	for i := range nums {
+		nums[i] = make([]*float64, n)
+	}
+	times := make([][]*time.Time, len(extTimeColumns()))
+	for i := range times {
+		times[i] = make([]*time.Time, n)
+	}
+	for i, k := range keys {
+		r := rows[k]
+		cur := &r.State
+		pons[i], onus[i] = k.PonIndex, k.ONUID
+		serials[i], descs[i], statuses[i], rx[i] = cur.Serial, cur.Description, cur.Status, cur.RxPowerDBm
+		firstSeen[i], lastSeen[i], execs[i], seenBy[i], rxSeenBy[i] = r.FirstSeen, r.LastSeen, r.LastExec, r.SeenBy, r.RxSeenBy
+		for j, c := range extTextColumns() {
+			texts[j][i] = *c.get(cur)
+		}
+		for j, c := range extNumColumns() {
+			nums[j][i] = *c.get(cur)
+		}
+		for j, c := range extTimeColumns() {
+			times[j][i] = *c.get(cur)
+		}
+		r.Dirty, r.Stored = false, true
+	}
 	// A row seen again is no longer removed (removed_at cleared).
-	tag, err := tx.Exec(ctx, `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id, rx_seen_by, seen_by,
+	_, err := tx.Exec(ctx, `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id, rx_seen_by, seen_by,
 		onu_index, port_name, name, last_down_cause, model, firmware,
 		tx_power_dbm, olt_rx_power_dbm, distance_m, temperature_c, voltage_v, bias_ma, last_down_at, last_up_at)
-		SELECT $1, u.pon_index, u.onu_id, u.serial, u.description, u.status, u.rx, $8, $8, $9, CASE WHEN u.rx_read THEN $11 END, $11,
+		SELECT $1, u.pon_index, u.onu_id, u.serial, u.description, u.status, u.rx, u.first_seen, u.last_seen, u.exec, u.rx_seen_by, u.seen_by,
 		u.onu_index, u.port_name, u.name, u.last_down_cause, u.model, u.firmware,
 		u.tx, u.olt_rx, u.distance, u.temperature, u.voltage, u.bias, u.last_down_at, u.last_up_at
-		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::float8[], $10::bool[],
-			$12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[],
-			$18::float8[], $19::float8[], $20::float8[], $21::float8[], $22::float8[], $23::float8[], $24::timestamptz[], $25::timestamptz[])
-			AS u(pon_index, onu_id, serial, description, status, rx, rx_read,
+		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[],
+			$13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
+			$19::float8[], $20::float8[], $21::float8[], $22::float8[], $23::float8[], $24::float8[], $25::timestamptz[], $26::timestamptz[])
+			AS u(pon_index, onu_id, serial, description, status, rx, first_seen, last_seen, exec, rx_seen_by, seen_by,
 			onu_index, port_name, name, last_down_cause, model, firmware,
 			tx, olt_rx, distance, temperature, voltage, bias, last_down_at, last_up_at)
 		ON CONFLICT (olt_id, pon_index, onu_id) DO UPDATE SET serial = EXCLUDED.serial, description = EXCLUDED.description,
 		status = EXCLUDED.status, rx_power_dbm = EXCLUDED.rx_power_dbm, last_seen = EXCLUDED.last_seen,
-		last_execution_id = EXCLUDED.last_execution_id, rx_seen_by = COALESCE(EXCLUDED.rx_seen_by, onu_data.rx_seen_by),
+		last_execution_id = EXCLUDED.last_execution_id, rx_seen_by = EXCLUDED.rx_seen_by,
 		onu_index = EXCLUDED.onu_index, port_name = EXCLUDED.port_name, name = EXCLUDED.name,
 		last_down_cause = EXCLUDED.last_down_cause, model = EXCLUDED.model, firmware = EXCLUDED.firmware,
 		tx_power_dbm = EXCLUDED.tx_power_dbm, olt_rx_power_dbm = EXCLUDED.olt_rx_power_dbm, distance_m = EXCLUDED.distance_m,
 		temperature_c = EXCLUDED.temperature_c, voltage_v = EXCLUDED.voltage_v, bias_ma = EXCLUDED.bias_ma,
 		last_down_at = EXCLUDED.last_down_at, last_up_at = EXCLUDED.last_up_at, removed_at = NULL, seen_by = EXCLUDED.seen_by`,
-		oltID, pons, onus, serials, descs, statuses, rx, collected, executionID, rxRead, seenBy,
+		olt, pons, onus, serials, descs, statuses, rx, firstSeen, lastSeen, execs, rxSeenBy, seenBy,
 		texts[0], texts[1], texts[2], texts[3], texts[4], texts[5],
 		nums[0], nums[1], nums[2], nums[3], nums[4], nums[5], times[0], times[1])
 	if err != nil {
-		return 0, nil, fmt.Errorf("upsert %d onus of olt %s: %w", len(keys), oltID, err)
+		return fmt.Errorf("write %d onus of olt %s: %w", n, olt, err)
 	}
-	return int(tag.RowsAffected()), changes, nil
+	return nil
 }
 
 // merge overlays the fields a batch read on the stored state; a new ONU
@@ -322,35 +464,53 @@ func extTimeColumns() []extCol[*time.Time] {
 }
 
 func sameState(a, b streams.ONUState) bool {
-	if a.Serial != b.Serial || a.Description != b.Description || a.Status != b.Status || !sameFloat(a.RxPowerDBm, b.RxPowerDBm) {
-		return false
-	}
-	for _, c := range extTextColumns() {
-		if *c.get(&a) != *c.get(&b) {
-			return false
-		}
-	}
-	for _, c := range extNumColumns() {
-		if !sameFloat(*c.get(&a), *c.get(&b)) {
-			return false
-		}
-	}
-	for _, c := range extTimeColumns() {
-		x, y := *c.get(&a), *c.get(&b)
-		if (x == nil) != (y == nil) || (x != nil && !x.Equal(*y)) {
-			return false
-		}
-	}
-	return true
+	return historyFields(a) == historyFields(b)
 }
 
-func sameFloat(a, b *float64) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+// historyFieldNames are the ONUState JSON keys, in the order of
+// historyFields: the field names of onu_history.
+var historyFieldNames = [...]string{"serial", "description", "status", "rx_power_dbm", "onu_index", "port_name", "name",
+	"tx_power_dbm", "olt_rx_power_dbm", "distance_m", "temperature_c", "voltage_v", "bias_ma",
+	"last_down_cause", "last_down_at", "last_up_at", "model", "firmware"}
+
+// HistoryFields lists the ONU fields onu_history records (plus removed_at).
+func HistoryFields() []string {
+	return append(historyFieldNames[:len(historyFieldNames):len(historyFieldNames)], "removed_at")
+}
+
+// optText is a history value: set false is NULL (no value).
+type optText struct {
+	v   string
+	set bool
+}
+
+func textOf(s string) optText { return optText{s, s != ""} }
+
+func numOf(p *float64) optText {
+	if p == nil {
+		return optText{}
+	}
+	return optText{strconv.FormatFloat(*p, 'g', -1, 64), true}
+}
+
+func timeOf(p *time.Time) optText {
+	if p == nil {
+		return optText{}
+	}
+	return optText{p.UTC().Format(time.RFC3339Nano), true}
+}
+
+// historyFields renders s as onu_history values (comparable: equal states
+// have equal renderings).
+func historyFields(s streams.ONUState) [len(historyFieldNames)]optText {
+	return [...]optText{textOf(s.Serial), textOf(s.Description), textOf(s.Status), numOf(s.RxPowerDBm), textOf(s.Index), textOf(s.PortName), textOf(s.Name),
+		numOf(s.TxPowerDBm), numOf(s.OLTRxPowerDBm), numOf(s.DistanceM), numOf(s.TemperatureC), numOf(s.VoltageV), numOf(s.BiasMA),
+		textOf(s.LastDownCause), timeOf(s.LastDownAt), timeOf(s.LastUpAt), textOf(s.Model), textOf(s.Firmware)}
 }
 
 // changeEvents builds the ONU-change events of a batch. Their ids derive
 // from the batch's stream sequence and the ONU, so publishing them again
-// (outbox retry) is dropped by the stream's duplicate window.
+// is dropped by the stream's duplicate window.
 func changeEvents(source string, seq uint64, b streams.VarbindBatch, changes []onuChange) ([]outboxRow, error) {
 	rows := make([]outboxRow, 0, len(changes))
 	for _, c := range changes {

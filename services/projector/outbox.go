@@ -50,27 +50,6 @@ type outbox struct {
 	metrics *metrics
 }
 
-// loop flushes at start and then every interval, until ctx ends.
-func (o *outbox) loop(ctx context.Context, every time.Duration) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		o.flushLogged(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-func (o *outbox) flushLogged(ctx context.Context) {
-	if err := o.flush(ctx); err != nil && ctx.Err() == nil {
-		o.metrics.outboxFailures.Inc()
-		o.log.Warn().Err(err).Msg("publishing onu events failed; will retry")
-	}
-}
-
 // flush publishes every pending event, oldest first, in rounds of batch.
 // Two replicas flushing at once publish some events twice; the stream's
 // duplicate window drops the second copy.

@@ -33,7 +33,7 @@ type projector struct {
 	outbox  *outbox
 }
 
-// Run projects the five consumers until ctx ends, then returns nil.
+// Run projects the five consumers (the varbind batches in groups) until ctx ends, then returns nil.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -68,12 +68,13 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	router.Handle(streams.StreamConfig, streams.ConsumerProjectorConfig, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeConfig)))
 	router.Handle(streams.StreamSchedule, streams.ConsumerProjectorSchedule, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeNodeDue)))
 	router.Handle(streams.StreamExec, streams.ConsumerProjectorExec, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeExec)))
-	router.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeVarbinds)))
+	// The varbind batches have a loop of their own (varbindloop.go): many
+	// messages per transaction, OLTs spread over workers.
 	router.Handle(streams.StreamDLQ, streams.ConsumerProjectorDLQ, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeDeadLetter)))
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(ctx) })
-	g.Go(func() error { return p.outbox.loop(ctx, cfg.OutboxFlushEvery) })
+	g.Go(func() error { return p.runVarbinds(ctx) })
 	p.log.Info().Msg("projector running")
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("projector: %w", err)

@@ -19,8 +19,8 @@ const (
 // those consumers, and their tables. The decoders are built without
 // JetStream and with a private metrics registry: a rebuild runs Apply
 // only (never Committed), so nothing is published from a rebuild and the
-// live projector's metrics do not move. onu_event_outbox is scratch: the
-// ONU changes a rebuild recomputes stay in the shadow and are dropped.
+// live projector's metrics do not move. the ONU changes a rebuild recomputes
+// are not published (Apply returns them and the rebuild drops them).
 func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) {
 	cfg = cfg.WithDefaults()
 	m, err := newMetrics(prometheus.NewRegistry())
@@ -39,8 +39,9 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			Tables: []projection.Table{
 				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},
 				{Name: "execution_placement", Key: []string{"olt_id", "execution_id"}},
+				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}},
 			},
-			Scratch: []string{"onu_event_outbox"},
+			Scratch: []string{"onu_event_outbox", "pending_events"},
 		},
 		{
 			Name:        ReadModelExecutions,

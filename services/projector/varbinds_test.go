@@ -294,7 +294,7 @@ func TestTransientDatabaseErrorIsRetried(t *testing.T) {
 			return false
 		}
 		for _, mf := range mfs {
-			if mf.GetName() == "facho_consumer_outage_retries_total" {
+			if mf.GetName() == "facho_projector_varbind_outage_retries_total" {
 				for _, m := range mf.GetMetric() {
 					if m.GetCounter().GetValue() >= 3 {
 						return true

@@ -80,7 +80,7 @@ func TestGetOf1024ONUsLandsInONUData(t *testing.T) {
 			poller.Deps{JS: pollerJS, Log: zerolog.Nop(), Box: box})
 	}()
 	go func() {
-		done <- projector.Run(ctx, projector.Config{FetchWait: 100 * time.Millisecond, OutboxFlushEvery: 200 * time.Millisecond},
+		done <- projector.Run(ctx, projector.Config{FetchWait: 100 * time.Millisecond},
 			projector.Deps{JS: projectorJS, DB: pool, Log: zerolog.Nop()})
 	}()
 	defer func() {

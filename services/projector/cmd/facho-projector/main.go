@@ -22,7 +22,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Flags: func(fs *flag.FlagSet, _ *servicemain.Env, _ *servicemain.Common) {
 			fs.DurationVar(&cfg.NackDelay, "nack-delay", 0, "redelivery delay of a message that failed (default 5s)")
 			fs.DurationVar(&cfg.FetchWait, "fetch-wait", 0, "longest wait of one pull (default 1s)")
-			fs.DurationVar(&cfg.OutboxFlushEvery, "outbox-flush-every", 0, "retry interval of unpublished ONU events (default 5s)")
+			fs.IntVar(&cfg.Workers, "workers", 0, "transactions applying varbind batches side by side, OLTs split among them (default 2)")
+			fs.IntVar(&cfg.GroupMessages, "group-messages", 0, "most varbind batches fetched and applied as one group (default 256)")
 		},
 		Check: servicemain.CheckConfig(&cfg),
 		Service: func(ctx context.Context, d servicemain.Deps) error {

@@ -1,0 +1,86 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// historyRows collects onu_history rows (one per changed field) for one
+// insert per transaction.
+type historyRows struct {
+	olt, field, old, new, exec []string
+	oldSet, newSet             []bool
+	pon, onu, seq              []int64
+	at                         []time.Time
+}
+
+func (h *historyRows) push(olt, exec string, seq uint64, at time.Time, k ONUKey, field string, old, cur optText) {
+	h.olt, h.field, h.exec = append(h.olt, olt), append(h.field, field), append(h.exec, exec)
+	h.old, h.oldSet = append(h.old, old.v), append(h.oldSet, old.set)
+	h.new, h.newSet = append(h.new, cur.v), append(h.newSet, cur.set)
+	h.pon, h.onu, h.seq, h.at = append(h.pon, k.PonIndex), append(h.onu, k.ONUID), append(h.seq, int64(seq)), append(h.at, at)
+}
+
+// add records the fields c changed. A discovered ONU's first reading is
+// its first history rows (every field with a value, old NULL); a removed
+// ONU gets removed_at, and one found again gets removed_at back to NULL.
+func (h *historyRows) add(olt, exec string, seq uint64, at time.Time, c onuChange) {
+	cur := historyFields(c.Current)
+	var prev [len(historyFieldNames)]optText
+	if c.Previous != nil {
+		prev = historyFields(*c.Previous)
+	}
+	switch c.Change {
+	case streams.ONURemoved:
+		h.push(olt, exec, seq, at, c.Key, "removed_at", optText{}, timeOf(c.RemovedAtOr(at)))
+		return
+	case streams.ONUDiscovered:
+		if c.RemovedAt != nil {
+			h.push(olt, exec, seq, at, c.Key, "removed_at", timeOf(c.RemovedAt), optText{})
+		}
+	}
+	for i, name := range historyFieldNames {
+		if prev[i] != cur[i] {
+			h.push(olt, exec, seq, at, c.Key, name, prev[i], cur[i])
+		}
+	}
+}
+
+// RemovedAtOr is when a removed ONU was removed, or at.
+func (c onuChange) RemovedAtOr(at time.Time) *time.Time {
+	if c.RemovedAt != nil {
+		return c.RemovedAt
+	}
+	return &at
+}
+
+func nullable(v []string, set []bool) []*string {
+	out := make([]*string, len(v))
+	for i := range v {
+		if set[i] {
+			out[i] = &v[i]
+		}
+	}
+	return out
+}
+
+// insert writes the rows; a row already there (a replay after a reset that
+// kept the table) is kept.
+func (h *historyRows) insert(ctx context.Context, tx pgx.Tx) error {
+	if len(h.olt) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO onu_history (olt_id, pon_index, onu_id, field, old_value, new_value, at, execution_id, stream_seq)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::bigint[])
+		ON CONFLICT DO NOTHING`,
+		h.olt, h.pon, h.onu, h.field, nullable(h.old, h.oldSet), nullable(h.new, h.newSet), h.at, h.exec, h.seq)
+	if err != nil {
+		return fmt.Errorf("write %d onu history rows: %w", len(h.olt), err)
+	}
+	return nil
+}

@@ -1,0 +1,595 @@
+package projector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/facho-olt/facho/pkg/deadletter"
+	"github.com/facho-olt/facho/pkg/projection"
+	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/streams"
+)
+
+// The varbind projection: the throughput path of the projector (issue 10).
+//
+// Messages are fetched in groups (up to GroupMessages, what is there, or
+// the first to arrive), split by OLT among Workers, and each worker applies
+// its share in one transaction (applyVarbinds): one read and one write of
+// every ONU row it touches, its history rows, the per-OLT checkpoints and
+// the events to publish (pending_events). After commit the worker publishes
+// its events and clears its pending row; when every worker is done, the
+// group is acked and the consumer's checkpoint moves to the group's end.
+//
+// Order and exactly-once: each OLT's batches are applied in stream order
+// (an OLT is in one worker; groups follow each other) and a message at or
+// below its OLT's checkpoint (or the consumer's) is skipped. That holds
+// only with one holder of the consumer at a time and no message overtaken
+// by a later one, so:
+//   - the holder takes a Postgres advisory lock (a replica waits as a
+//     standby; the lock goes with its connection when a holder dies);
+//   - a new group is fetched only once the previous one ended, and a
+//     failing group is retried in place (held through a database outage,
+//     bisected down to the message that fails on a healthy database, which
+//     is dead-lettered), never NAKed past;
+//   - at start, the messages a previous holder fetched and did not ack
+//     (consumer ack floor .. last delivered) are read from the stream and
+//     applied before anything is fetched.
+//
+// A crash between commit and publish leaves the events in pending_events:
+// they are published at the next start (msg ids let the stream drop
+// copies).
+
+// advisory lock key of the varbind projection's holder.
+var varbindLockKey = func() int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("facho:" + streams.ConsumerProjectorVarbinds))
+	return int64(h.Sum64() >> 1)
+}()
+
+// groupItem is one message of a group: decoded, with its JetStream handle
+// (nil for a message read from the stream at start).
+type groupItem struct {
+	msg vbMsg
+	raw jetstream.Msg
+}
+
+type varbindLoop struct {
+	p        *projector
+	js       jetstream.JetStream
+	db       *pgxpool.Pool
+	consumer string
+	health   func(ctx context.Context, cause error) error
+}
+
+// runVarbinds holds the varbind consumer while ctx lasts: waits for the
+// lock, leads, and waits again if leading failed.
+func (p *projector) runVarbinds(ctx context.Context) error {
+	l := &varbindLoop{p: p, js: p.js, db: p.db, consumer: streams.ConsumerProjectorVarbinds, health: projection.Health(p.db)}
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := l.holdAndLead(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Msg("varbind projection stopped leading; will try again")
+		sleepCtx(ctx, backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	return nil
+}
+
+func (l *varbindLoop) holdAndLead(ctx context.Context) error {
+	conn, err := l.db.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire lock connection: %w", err)
+	}
+	defer conn.Release()
+	standby := false
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, varbindLockKey).Scan(&got); err != nil {
+			return fmt.Errorf("take varbind projection lock: %w", err)
+		}
+		if got {
+			break
+		}
+		if !standby {
+			l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Msg("another projector holds the varbind projection; standing by")
+			standby = true
+		}
+		if !sleepCtx(ctx, time.Second) {
+			return ctx.Err()
+		}
+	}
+	defer func() {
+		// Released with the connection otherwise; a pooled connection
+		// must not keep it.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, varbindLockKey); err != nil {
+			conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
+		}
+	}()
+	l.p.metrics.varbindLeader.Set(1)
+	defer l.p.metrics.varbindLeader.Set(0)
+	return l.lead(ctx, conn)
+}
+
+func (l *varbindLoop) lead(ctx context.Context, lock *pgxpool.Conn) error {
+	cfg := l.p.cfg
+	if _, err := l.db.Exec(ctx, `INSERT INTO checkpoints (consumer, last_seq) VALUES ($1, 0) ON CONFLICT (consumer) DO NOTHING`, l.consumer); err != nil {
+		return fmt.Errorf("create checkpoint of %s: %w", l.consumer, err)
+	}
+	if err := l.publishLeftovers(ctx); err != nil {
+		return err
+	}
+	// Events of the per-event outbox of earlier versions.
+	if err := l.p.outbox.flush(ctx); err != nil {
+		return fmt.Errorf("drain the old outbox: %w", err)
+	}
+	cons, err := l.js.Consumer(ctx, streams.StreamVarbinds, l.consumer)
+	if err != nil {
+		return fmt.Errorf("bind consumer %s: %w", l.consumer, err)
+	}
+	if err := l.recover(ctx, cons); err != nil {
+		return err
+	}
+	l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Int("workers", cfg.Workers).Int("group_messages", cfg.GroupMessages).Msg("varbind projection leading")
+	for ctx.Err() == nil {
+		if err := lock.Ping(ctx); err != nil {
+			return fmt.Errorf("lock connection lost: %w", err)
+		}
+		items, seen, err := l.fetch(ctx, cons)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Msg("fetch varbind batches failed; retrying")
+			sleepCtx(ctx, cfg.NackDelay/5)
+			continue
+		}
+		if err := l.processGroup(ctx, items); err != nil {
+			return err
+		}
+		l.moveCheckpoint(ctx, seen)
+	}
+	return nil
+}
+
+// moveCheckpoint moves the consumer's checkpoint to seq once every message
+// up to it ended (applied, skipped or dead-lettered): it says how far the
+// projection got (lag, rebuilds).
+func (l *varbindLoop) moveCheckpoint(ctx context.Context, seq uint64) {
+	if seq == 0 {
+		return
+	}
+	if _, err := l.db.Exec(ctx, `UPDATE checkpoints SET last_seq = GREATEST(last_seq, $2), updated_at = now() WHERE consumer = $1`, l.consumer, int64(seq)); err != nil && ctx.Err() == nil {
+		l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Msg("move consumer checkpoint failed; per-OLT checkpoints hold")
+	}
+}
+
+// fetch returns the next group: what is waiting (up to GroupMessages), or
+// else the first message to arrive within FetchWait. Malformed messages
+// are dead-lettered and acked here. seen is the last stream sequence
+// fetched (0: none).
+func (l *varbindLoop) fetch(ctx context.Context, cons jetstream.Consumer) (items []groupItem, seen uint64, err error) {
+	batch, err := cons.FetchNoWait(l.p.cfg.GroupMessages)
+	if err != nil {
+		return nil, 0, err
+	}
+	items, seen, err = l.collect(ctx, batch)
+	if err != nil || seen > 0 {
+		return items, seen, err
+	}
+	batch, err = cons.Fetch(1, jetstream.FetchMaxWait(l.p.cfg.FetchWait))
+	if err != nil {
+		return nil, 0, err
+	}
+	return l.collect(ctx, batch)
+}
+
+func (l *varbindLoop) collect(ctx context.Context, batch jetstream.MessageBatch) ([]groupItem, uint64, error) {
+	var items []groupItem
+	var seen uint64
+	for m := range batch.Messages() {
+		meta, err := m.Metadata()
+		if err != nil {
+			l.deadLetter(ctx, m, fmt.Sprintf("no metadata: %v", err))
+			continue
+		}
+		seen = max(seen, meta.Sequence.Stream)
+		msg, err := decodeVarbindMsg(m.Subject(), meta.Sequence.Stream, m.Data())
+		if err != nil {
+			l.deadLetter(ctx, m, err.Error())
+			continue
+		}
+		items = append(items, groupItem{msg: msg, raw: m})
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
+		if seen > 0 {
+			return items, seen, nil // process what came; the next fetch reports again
+		}
+		return nil, 0, err
+	}
+	return items, seen, nil
+}
+
+// deadLetter ends m in facho.dlq.projector-varbinds; if that fails the
+// message is left unacked and comes back (it never applies, so it may).
+func (l *varbindLoop) deadLetter(ctx context.Context, m jetstream.Msg, reason string) bool {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := deadletter.Publish(dctx, l.js, l.consumer, l.p.cfg.Source, m, reason); err != nil {
+		l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Msg("dead letter failed; the message comes back")
+		return false
+	}
+	_ = m.Ack()
+	l.p.metrics.varbindMessages.WithLabelValues("dead_lettered").Inc()
+	seq := ""
+	if meta, err := m.Metadata(); err == nil {
+		seq = fmt.Sprint(meta.Sequence.Stream)
+	}
+	l.p.log.Warn().Str(telemetry.KeyConsumer, l.consumer).Str(telemetry.KeyStreamSeq, seq).Str(telemetry.KeySubject, m.Subject()).
+		Str("reason", deadletter.Bound(reason, streams.DeadLetterReasonBytes)).Msg("message dead-lettered")
+	return true
+}
+
+// recover applies the messages a previous holder fetched and left unacked,
+// read from the stream in order, before anything new is fetched.
+func (l *varbindLoop) recover(ctx context.Context, cons jetstream.Consumer) error {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("consumer %s info: %w", l.consumer, err)
+	}
+	from, to := info.AckFloor.Stream+1, info.Delivered.Stream
+	if to < from {
+		return nil
+	}
+	stream, err := l.js.Stream(ctx, streams.StreamVarbinds)
+	if err != nil {
+		return fmt.Errorf("bind stream %s: %w", streams.StreamVarbinds, err)
+	}
+	var items []groupItem
+	flush := func() error {
+		if len(items) == 0 {
+			return nil
+		}
+		err := l.processGroup(ctx, items)
+		if err == nil {
+			l.moveCheckpoint(ctx, items[len(items)-1].msg.Seq)
+		}
+		items = items[:0]
+		return err
+	}
+	for seq := from; seq <= to; seq++ {
+		raw, err := stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read unacked batch %d: %w", seq, err)
+		}
+		msg, err := decodeVarbindMsg(raw.Subject, seq, raw.Data)
+		if err != nil {
+			continue // malformed: dead-lettered when it is redelivered
+		}
+		items = append(items, groupItem{msg: msg})
+		if len(items) >= l.p.cfg.GroupMessages {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Uint64("from_seq", from).Uint64("to_seq", to).Msg("applied the batches a previous holder left unacked")
+	return nil
+}
+
+// processGroup applies a group, publishes its events and acks it. It returns an error only when ctx ended.
+func (l *varbindLoop) processGroup(ctx context.Context, items []groupItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // keep the group's messages from being redelivered
+		defer wg.Done()
+		t := time.NewTicker(streams.ProjectionAckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				for _, it := range items {
+					if it.raw != nil {
+						_ = it.raw.InProgress()
+					}
+				}
+			}
+		}
+	}()
+	workers := l.p.cfg.Workers
+	parts := make([][]groupItem, workers)
+	for _, it := range items {
+		w := workerOf(it.msg.Batch.OLTID, workers)
+		parts[w] = append(parts[w], it)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for w, part := range parts {
+		if len(part) == 0 {
+			continue
+		}
+		g.Go(func() error { return l.applyPart(gctx, w, part) })
+	}
+	err := g.Wait()
+	close(done)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if it.raw != nil {
+			_ = it.raw.Ack()
+		}
+	}
+	l.p.metrics.varbindGroups.Observe(float64(len(items)))
+	l.p.metrics.varbindGroupSeconds.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+func workerOf(olt string, workers int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(olt))
+	return int(h.Sum32() % uint32(workers))
+}
+
+// errPoison marks a message that fails on a healthy database.
+var errPoison = errors.New("message fails on a healthy database")
+
+// applyPart applies one worker's share: in one transaction, retried in
+// place; held without counting while the database is unavailable; on a
+// healthy database that keeps refusing it, split until the failing
+// message is found and dead-lettered. Only a ctx end returns an error.
+func (l *varbindLoop) applyPart(ctx context.Context, worker int, part []groupItem) error {
+	failures := 0
+	backoff := 100 * time.Millisecond
+	for {
+		events, applied, err := l.applyTx(ctx, worker, part)
+		if err == nil {
+			l.p.metrics.varbindMessages.WithLabelValues("applied").Add(float64(applied))
+			l.p.metrics.varbindMessages.WithLabelValues("skipped").Add(float64(len(part) - applied))
+			if l.p.cfg.afterCommit != nil {
+				l.p.cfg.afterCommit()
+			}
+			if err := l.publish(ctx, worker, events); err != nil {
+				// Shutting down: the events wait in pending_events for
+				// the next start; the batches are applied, so acked.
+				l.p.log.Info().Int("events", len(events)).Int("worker", worker).Msg("stopped before publishing; the events are published at the next start")
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		herr := l.health(hctx, err)
+		cancel()
+		if herr != nil && !errors.Is(err, errPoison) {
+			l.p.metrics.varbindOutageTries.Inc()
+			l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Int("messages", len(part)).Msg("database unavailable; holding varbind batches")
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		failures++
+		if failures < 3 && !errors.Is(err, errPoison) && !projection.Permanent(err) {
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 2*time.Second)
+			continue
+		}
+		if len(part) > 1 {
+			// Find the message that fails, in order: an OLT's later
+			// batches wait for its earlier ones.
+			mid := len(part) / 2
+			if err := l.applyPart(ctx, worker, part[:mid]); err != nil {
+				return err
+			}
+			return l.applyPart(ctx, worker, part[mid:])
+		}
+		it := part[0]
+		reason := fmt.Sprintf("gave up after %d tries on a healthy database: %v", failures, err)
+		if it.raw == nil || !l.deadLetter(ctx, it.raw, reason) {
+			// Read at start, or the dead letter failed: left for its
+			// redelivery, which dead-letters it.
+			l.p.log.Warn().Err(err).Uint64("stream_seq", it.msg.Seq).Msg("varbind batch left for redelivery")
+		}
+		return nil
+	}
+}
+
+// applyTx is one try of a worker's share. A panic while applying is a
+// poison message, not a crash.
+func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem) (events []outboxRow, applied int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: panic: %v\n%s", errPoison, r, debug.Stack())
+		}
+	}()
+	err = pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
+		// FOR SHARE: workers run side by side; a rebuild's swap (FOR
+		// UPDATE) waits for them and they for it.
+		var global int64
+		if err := tx.QueryRow(ctx, `SELECT last_seq FROM checkpoints WHERE consumer = $1 FOR SHARE`, l.consumer).Scan(&global); err != nil {
+			return fmt.Errorf("read checkpoint of %s: %w", l.consumer, err)
+		}
+		olts := map[string]int64{}
+		var names []string
+		for _, it := range part {
+			if _, ok := olts[it.msg.Batch.OLTID]; !ok {
+				olts[it.msg.Batch.OLTID] = global
+				names = append(names, it.msg.Batch.OLTID)
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT olt_id, last_seq FROM olt_checkpoints WHERE consumer = $1 AND olt_id = ANY($2) FOR UPDATE`, l.consumer, names)
+		if err != nil {
+			return fmt.Errorf("read olt checkpoints of %s: %w", l.consumer, err)
+		}
+		for rows.Next() {
+			var olt string
+			var seq int64
+			if err := rows.Scan(&olt, &seq); err != nil {
+				rows.Close()
+				return fmt.Errorf("read olt checkpoints of %s: %w", l.consumer, err)
+			}
+			olts[olt] = max(olts[olt], seq)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read olt checkpoints of %s: %w", l.consumer, err)
+		}
+		todo := make([]vbMsg, 0, len(part))
+		moved := map[string]int64{}
+		for _, it := range part {
+			if int64(it.msg.Seq) <= olts[it.msg.Batch.OLTID] {
+				continue
+			}
+			todo = append(todo, it.msg)
+			moved[it.msg.Batch.OLTID] = max(moved[it.msg.Batch.OLTID], int64(it.msg.Seq))
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		ev, err := l.p.applyVarbinds(ctx, tx, todo)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, 0, len(moved))
+		seqs := make([]int64, 0, len(moved))
+		for olt, seq := range moved {
+			ids, seqs = append(ids, olt), append(seqs, seq)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO olt_checkpoints (consumer, olt_id, last_seq)
+			SELECT $1, u.olt, u.seq FROM unnest($2::text[], $3::bigint[]) AS u(olt, seq)
+			ON CONFLICT (consumer, olt_id) DO UPDATE SET last_seq = EXCLUDED.last_seq, updated_at = now()`, l.consumer, ids, seqs); err != nil {
+			return fmt.Errorf("advance olt checkpoints of %s: %w", l.consumer, err)
+		}
+		if err := writePending(ctx, tx, l.consumer, worker, ev); err != nil {
+			return err
+		}
+		events, applied = ev, len(todo)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("project %d varbind batches: %w", len(part), err)
+	}
+	return events, applied, nil
+}
+
+// publish sends a committed transaction's events and clears the worker's
+// pending row; it retries until JetStream takes them or ctx ends (the row
+// keeps them for the next start).
+func (l *varbindLoop) publish(ctx context.Context, worker int, events []outboxRow) error {
+	if len(events) == 0 {
+		return nil
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		err := publishAll(ctx, l.js, events, l.p.cfg.PublishTimeout)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		l.p.metrics.outboxFailures.Inc()
+		l.p.log.Warn().Err(err).Int("events", len(events)).Msg("publishing onu events failed; will retry")
+		sleepCtx(ctx, backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, l.consumer, worker); err != nil && ctx.Err() == nil {
+		// Published already: at worst they are published again at the
+		// next start, where the duplicate window drops recent copies.
+		l.p.log.Warn().Err(err).Msg("clear pending events failed")
+	}
+	return nil
+}
+
+// publishLeftovers publishes what a previous holder committed and did not
+// publish (crash between commit and publish), then clears it.
+func (l *varbindLoop) publishLeftovers(ctx context.Context) error {
+	rows, err := l.db.Query(ctx, `SELECT worker, events FROM pending_events WHERE consumer = $1 AND events IS NOT NULL`, l.consumer)
+	if err != nil {
+		return fmt.Errorf("read pending events: %w", err)
+	}
+	type left struct {
+		Worker int
+		Events []byte
+	}
+	lefts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[left])
+	if err != nil {
+		return fmt.Errorf("read pending events: %w", err)
+	}
+	for _, lf := range lefts {
+		events, err := decodePending(lf.Events)
+		if err != nil {
+			l.p.log.Error().Err(err).Int("worker", lf.Worker).Msg("dropping unreadable pending events")
+		} else if err := l.publish(ctx, lf.Worker, events); err != nil {
+			return err
+		}
+		if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, l.consumer, lf.Worker); err != nil {
+			return fmt.Errorf("clear pending events: %w", err)
+		}
+		l.p.log.Info().Int("events", len(events)).Int("worker", lf.Worker).Msg("published onu events left by a previous holder")
+	}
+	return nil
+}
+
+// publishAll publishes rows asynchronously and waits for every ack.
+func publishAll(ctx context.Context, js jetstream.JetStream, rows []outboxRow, timeout time.Duration) error {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	futures := make([]jetstream.PubAckFuture, len(rows))
+	for i, r := range rows {
+		f, err := js.PublishAsync(r.Subject, r.Payload, jetstream.WithMsgID(r.MsgID))
+		if err != nil {
+			return fmt.Errorf("publish onu event %s: %w", r.MsgID, err)
+		}
+		futures[i] = f
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("publish onu event %s: %w", rows[i].MsgID, err)
+		case <-pctx.Done():
+			return fmt.Errorf("publish onu events: %w", pctx.Err())
+		}
+	}
+	return nil
+}
+
+// sleepCtx waits d or until ctx ends; false when ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
