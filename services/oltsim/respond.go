@@ -147,8 +147,7 @@ func getBulk(r *request, m *mibView, b []byte, h, limit int, uptime uint32) ([]b
 			mark := len(b)
 			idx := pos[k]
 			if idx < size {
-				b = m.appendAt(b, idx, uptime)
-				pos[k] = m.advance(idx)
+				b, pos[k] = m.appendNext(b, idx, uptime)
 				last[k] = idx
 				allEnd = false
 			} else if last[k] >= 0 {

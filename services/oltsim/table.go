@@ -296,6 +296,27 @@ func (m *mibView) appendAt(b []byte, pos int, uptime uint32) []byte {
 	return m.tab.appendVarbind(b, s.col, pos-s.start)
 }
 
+// appendNext appends the varbind at pos (present, < size()) and returns
+// the present position following it: a GETBULK repetition in one step.
+func (m *mibView) appendNext(b []byte, pos int, uptime uint32) ([]byte, int) {
+	if m.tab == nil {
+		return appendEntry(b, &m.entries[pos], uptime), pos + 1
+	}
+	s := m.segOf(pos)
+	if s.col < 0 {
+		return appendEntry(b, &m.entries[s.lo+pos-s.start], uptime), m.skip(pos + 1)
+	}
+	r := pos - s.start
+	b = m.tab.appendVarbind(b, s.col, r)
+	col := &m.tab.p.columns[s.col]
+	for r++; r < s.n; r++ {
+		if col.has == nil || col.has(m.tab.row(s.col, r)) {
+			return b, s.start + r
+		}
+	}
+	return b, m.skip(s.start + s.n)
+}
+
 // appendGetAt appends what a GET of the OID at pos answers (a recording's
 // duplicate OID answers its last record).
 func (m *mibView) appendGetAt(b []byte, pos int, uptime uint32) []byte {

@@ -73,7 +73,7 @@ func (b *bench) fleet(ctx context.Context) error {
 			return fmt.Errorf("warm up: %w", err)
 		}
 	}
-	fmt.Fprintf(b.out, "warm-up (first request encodes the OLT's table): %v for %d OLTs\n", time.Since(w0).Round(time.Millisecond), sample)
+	fmt.Fprintf(b.out, "warm-up (first request builds the OLT's view): %v for %d OLTs\n", time.Since(w0).Round(time.Millisecond), sample)
 	r, err := b.gosnmpWalk(ctx, "gosnmp BulkWalk (client in-process)", pick)
 	if err != nil {
 		return err
