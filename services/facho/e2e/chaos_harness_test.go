@@ -978,6 +978,12 @@ func (s *chaosStack) readStream(ctx context.Context, stream string) ([]jetstream
 // that changes nothing.
 func (s *chaosStack) checkONUEvents(ctx context.Context) (problems []string, checked int, err error) {
 	msgs, err := s.readStream(ctx, streams.StreamONU)
+	for try := 0; err != nil && try < 10 && ctx.Err() == nil; try++ {
+		// Right after a node of a cluster came back, a stream may be
+		// between leaders for a moment ("no responders").
+		time.Sleep(time.Second)
+		msgs, err = s.readStream(ctx, streams.StreamONU)
+	}
 	if err != nil {
 		return nil, 0, err
 	}

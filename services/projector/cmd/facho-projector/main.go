@@ -19,11 +19,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Name:     "projector",
 		HTTPAddr: "127.0.0.1:9103",
 		Database: servicemain.DatabaseOrPrivateCluster,
-		Flags: func(fs *flag.FlagSet, _ *servicemain.Env, _ *servicemain.Common) {
+		Flags: func(fs *flag.FlagSet, env *servicemain.Env, _ *servicemain.Common) {
 			fs.DurationVar(&cfg.NackDelay, "nack-delay", 0, "redelivery delay of a message that failed (default 5s)")
 			fs.DurationVar(&cfg.FetchWait, "fetch-wait", 0, "longest wait of one pull (default 1s)")
-			fs.IntVar(&cfg.Workers, "workers", 0, "transactions applying varbind batches side by side, OLTs split among them (default 2)")
-			fs.IntVar(&cfg.GroupMessages, "group-messages", 0, "most varbind batches fetched and applied as one group (default 256)")
+			fs.IntVar(&cfg.Workers, "workers", env.Int("FACHO_PROJECTOR_WORKERS", 2), "transactions applying a group of varbind batches side by side, each for its share of the OLTs (1..64) (FACHO_PROJECTOR_WORKERS)")
+			fs.IntVar(&cfg.GroupMessages, "group-messages", env.Int("FACHO_PROJECTOR_GROUP_MESSAGES", 256), "most varbind batches fetched and applied as one group (1..4096) (FACHO_PROJECTOR_GROUP_MESSAGES)")
 		},
 		Check: servicemain.CheckConfig(&cfg),
 		Service: func(ctx context.Context, d servicemain.Deps) error {
