@@ -52,8 +52,11 @@ type Config struct {
 	Pollers  int
 	Workers  int
 	// MaxRepetitions of the pollers' walks and of the same-setting
-	// baselines (the poller's default 10).
+	// baselines (the poller's default 25).
 	MaxRepetitions int
+	// ProjectorWorkers is FACHO_PROJECTOR_WORKERS (0: the projector's
+	// default).
+	ProjectorWorkers int
 	// BaselineOLTs is how many OLTs the baselines walk (the first ones).
 	BaselineOLTs int
 	// Timeout bounds the measured cycles (after it: partial results).
@@ -95,7 +98,7 @@ func (c Config) WithDefaults() Config {
 		c.Workers = 4
 	}
 	if c.MaxRepetitions == 0 {
-		c.MaxRepetitions = 10
+		c.MaxRepetitions = 25
 	}
 	if c.BaselineOLTs == 0 {
 		c.BaselineOLTs = min(c.OLTs, 50)
@@ -457,7 +460,7 @@ func (r *run) startServices(ctx context.Context, bin func(string) string, keysDi
 	// The projector and auditor first: they create the schema (every
 	// service migrates; tern serialises them) and consume from the start.
 	list := []svc{
-		{"projector", "facho-projector", natsauth.Projector, nil, nil},
+		{"projector", "facho-projector", natsauth.Projector, projectorEnv(r.cfg.ProjectorWorkers), nil},
 		{"auditor", "facho-auditor", natsauth.Auditor, nil, nil},
 		{"api", "facho-api", natsauth.API, nil, nil},
 	}
@@ -489,6 +492,13 @@ func (r *run) startServices(ctx context.Context, bin func(string) string, keysDi
 		}
 	}
 	return waitHealthy(ctx, r.procs[2], "http://"+apiAddr+"/healthz", 30*time.Second)
+}
+
+func projectorEnv(workers int) []string {
+	if workers <= 0 {
+		return nil
+	}
+	return []string{"FACHO_PROJECTOR_WORKERS=" + strconv.Itoa(workers)}
 }
 
 // configure creates the Huawei brand, its OIDs, the OLTs, a discovery

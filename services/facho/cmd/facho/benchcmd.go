@@ -27,7 +27,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	interval := fs.Duration("interval", 5*time.Minute, "interval of the discovery and GET jobs (at least 10s)")
 	pollers := fs.Int("pollers", 2, "poller processes")
 	workers := fs.Int("workers", 4, "workers per poller (FACHO_POLLER_WORKERS)")
-	reps := fs.Int("max-repetitions", 10, "GETBULK max-repetitions of the pollers and of the same-setting baselines")
+	projWorkers := fs.Int("projector-workers", 0, "FACHO_PROJECTOR_WORKERS of the projector (default: its own, 2)")
+	reps := fs.Int("max-repetitions", 25, "GETBULK max-repetitions of the pollers and of the same-setting baselines")
 	baselineOLTs := fs.Int("baseline-olts", 0, "OLTs the baselines walk (default: min(olts, 50))")
 	timeout := fs.Duration("timeout", 0, "give up waiting for the cycles after this (default cycles x interval + 20m); partial figures are reported")
 	profile := fs.Int("profile-seconds", 30, "CPU profile of every service over the first N seconds of the first cycle (0: none, at most 50)")
@@ -54,7 +55,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg := bench.Config{
 		OLTs: *olts, Shape: shape, Cycles: *cycles, Interval: *interval, Pollers: *pollers, Workers: *workers,
-		MaxRepetitions: *reps, BaselineOLTs: *baselineOLTs, Timeout: *timeout, ProfileSeconds: *profile,
+		MaxRepetitions: *reps, ProjectorWorkers: *projWorkers, BaselineOLTs: *baselineOLTs, Timeout: *timeout, ProfileSeconds: *profile,
 		DatabaseURL: getenv("DATABASE_URL"), BinDir: *binDir, Progress: stderr, TTY: tty,
 		Log: zerolog.New(stderr).Level(zerolog.WarnLevel).With().Timestamp().Str("service", "bench").Logger(),
 	}
