@@ -217,7 +217,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("run now",
 		chromedp.Navigate(s.APIURL+"/olts/sim-1"),
 		chromedp.WaitVisible(`#nodes button.run-now`, chromedp.ByQuery),
-		chromedp.Click(`#nodes button.run-now`, chromedp.ByQuery),
+		// Found and pressed in one step: the live refresh may replace the
+		// node table between a lookup and a click.
+		chromedp.Evaluate(`document.querySelector("#nodes button.run-now").click(); true`, nil),
 		chromedp.WaitVisible(`#run-exec`, chromedp.ByID),
 		chromedp.Text(`#run-exec`, &execID, chromedp.ByID),
 	)
