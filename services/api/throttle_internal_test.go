@@ -78,7 +78,9 @@ func (r *rig) login(ip, username, password string) *http.Response {
 	return resp
 }
 
-func (r *rig) loginStatus(ip, username, password string) int { return r.login(ip, username, password).StatusCode }
+func (r *rig) loginStatus(ip, username, password string) int {
+	return r.login(ip, username, password).StatusCode
+}
 
 // Issue 12, security: failed console logins are limited per client IP and
 // per username (5 in 15 minutes by default): the next attempt is 429 with

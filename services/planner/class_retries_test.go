@@ -113,4 +113,3 @@ func TestClassRetriesConfig(t *testing.T) {
 		t.Fatal("discovery 11 retries accepted")
 	}
 }
-
