@@ -79,7 +79,7 @@ func deadLetters(t *testing.T, js jetstream.JetStream) []streams.DeadLetter {
 // handled.
 func TestPoisonTransientMessageIsDeadLetteredAfterNDeliveries(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 3)
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 3)
 	var n tries
 	var rec jsroutertest.Seqs
 	var lastDelivery atomic.Uint64
@@ -87,7 +87,7 @@ func TestPoisonTransientMessageIsDeadLetteredAfterNDeliveries(t *testing.T) {
 	r := newRouter(t, env.JS, nil, func(c *jsrouter.Config) {
 		c.Health = func(context.Context, error) error { healthChecks.Add(1); return nil }
 	})
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
 		if m.Seq == 2 {
 			lastDelivery.Store(m.NumDelivered)
 			return fmt.Errorf("insert row %d: check constraint violated", n.add(m.Seq))
@@ -159,12 +159,12 @@ func (f *fakeDB) failed() int {
 func TestOutageHoldsTheMessageWithoutCounting(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
 	db := &fakeDB{down: true}
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 3)
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 3)
 	var rec jsroutertest.Seqs
 	var delivered sync.Map
 	reg := prometheus.NewRegistry()
 	r := newRouter(t, env.JS, reg, func(c *jsrouter.Config) { c.Health = db.ping })
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
 		if err := db.exec(); err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func TestOutageHoldsTheMessageWithoutCounting(t *testing.T) {
 	if dls := deadLetters(t, env.JS); len(dls) != 0 {
 		t.Fatalf("dead letters after an outage: %+v", dls)
 	}
-	out := jsroutertest.Outcomes(t, reg, streams.ConsumerProjectorVarbinds)
+	out := jsroutertest.Outcomes(t, reg, streams.ConsumerProjectorExec)
 	if out[jsrouter.OutcomeNacked] != 0 || out[jsrouter.OutcomeDeadLettered] != 0 || out[jsrouter.OutcomeAcked] != 3 {
 		t.Errorf("outcomes %v", out)
 	}
@@ -199,9 +199,9 @@ func TestOutageHoldsTheMessageWithoutCounting(t *testing.T) {
 // (its consumer crashed each time) is dead-lettered before it is handled.
 func TestMessageDeliveredTooOftenIsDeadLetteredUnhandled(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 2)
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 2)
 	ctx := context.Background()
-	cons, err := env.JS.Consumer(ctx, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds)
+	cons, err := env.JS.Consumer(ctx, streams.StreamExec, streams.ConsumerProjectorExec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestMessageDeliveredTooOftenIsDeadLetteredUnhandled(t *testing.T) {
 	}
 	var rec jsroutertest.Seqs
 	r := newRouter(t, env.JS, nil, func(c *jsrouter.Config) { c.MaxDeliveries = maxDeliveries; c.MaxFailedDeliveries = 2 })
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
 		rec.Add(m.Seq)
 		return nil
 	})
@@ -241,13 +241,13 @@ func TestHugeMalformedMessageIsDeadLettered(t *testing.T) {
 	ctx := context.Background()
 	huge := append([]byte(`{"id":"x","type":"varbind.batch","version":1,"data":{"olt_id":"olt-1","execution_id":"e9","varbinds":[`),
 		bytes.Repeat([]byte{'\xff', 0, '"', 'a'}, 900*1024/4)...)
-	if _, err := env.JS.Publish(ctx, streams.SubjectVarbinds("olt-1"), huge); err != nil {
+	if _, err := env.JS.Publish(ctx, streams.SubjectExec("olt-1", streams.PhaseStarted), huge); err != nil {
 		t.Fatalf("publish %d bytes: %v", len(huge), err)
 	}
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 1) // seq 2: "m1"
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 1) // seq 2: "m1"
 	var rec jsroutertest.Seqs
 	r := newRouter(t, env.JS, nil, nil)
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
 		if _, err := streams.DecodeEnvelope(m.Data); err != nil {
 			return fmt.Errorf("decode batch: %w", err)
 		}
@@ -260,7 +260,7 @@ func TestHugeMalformedMessageIsDeadLettered(t *testing.T) {
 	dl := deadLetters(t, env.JS)[0]
 	sum := sha256.Sum256(huge)
 	switch {
-	case dl.StreamSeq != 1 || dl.Stream != streams.StreamVarbinds || dl.Subject != streams.SubjectVarbinds("olt-1"):
+	case dl.StreamSeq != 1 || dl.Stream != streams.StreamExec || dl.Subject != streams.SubjectExec("olt-1", streams.PhaseStarted):
 		t.Errorf("dead letter does not point at the original: %+v", dl)
 	case !strings.Contains(dl.Reason, "decode batch: malformed event"):
 		t.Errorf("reason %q", dl.Reason)
@@ -286,7 +286,7 @@ func TestHugeMalformedMessageIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.JS.Publish(ctx, streams.SubjectVarbinds("olt-1"), good); err != nil {
+	if _, err := env.JS.Publish(ctx, streams.SubjectExec("olt-1", streams.PhaseStarted), good); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the next message", func() bool { return len(rec.Get()) == 1 })
@@ -300,7 +300,7 @@ func TestHugeMalformedMessageIsDeadLettered(t *testing.T) {
 func TestStopDuringAnOutageHandsTheMessageBack(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
 	db := &fakeDB{down: true}
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 1)
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 1)
 	var rec jsroutertest.Seqs
 	var delivered atomic.Uint64
 	handler := func(ctx context.Context, m jsrouter.Msg) error {
@@ -312,7 +312,7 @@ func TestStopDuringAnOutageHandsTheMessageBack(t *testing.T) {
 		return nil
 	}
 	r := newRouter(t, env.JS, nil, func(c *jsrouter.Config) { c.Health = db.ping; c.CloseTimeout = time.Minute })
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, handler)
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, handler)
 	stop := jsroutertest.Run(t, r)
 	eventually(t, "failures during the outage", func() bool { return db.failed() > 5 })
 	stopped := make(chan struct{})
@@ -324,7 +324,7 @@ func TestStopDuringAnOutageHandsTheMessageBack(t *testing.T) {
 	}
 	db.setDown(false)
 	r = newRouter(t, env.JS, nil, func(c *jsrouter.Config) { c.Health = db.ping })
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, handler)
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, handler)
 	jsroutertest.Run(t, r)
 	eventually(t, "the message after the restart", func() bool { return len(rec.Get()) == 1 })
 	if delivered.Load() != 2 {

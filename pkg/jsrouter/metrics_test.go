@@ -17,11 +17,11 @@ import (
 // routers on one registry count together instead of failing to register.
 func TestOutcomeMetrics(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 3)
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 3)
 	reg := prometheus.NewRegistry()
 	jsroutertest.New(t, env.JS, reg) // registers first; the next one adopts its collectors
 	r := jsroutertest.New(t, env.JS, reg)
-	r.Handle(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
 		if m.Seq == 2 {
 			m.SetOutcome(jsrouter.OutcomeIgnored)
 		}
@@ -29,7 +29,7 @@ func TestOutcomeMetrics(t *testing.T) {
 	})
 	jsroutertest.Run(t, r)
 	jsroutertest.Eventually(t, "3 outcomes", func() bool {
-		o := jsroutertest.Outcomes(t, reg, streams.ConsumerProjectorVarbinds)
+		o := jsroutertest.Outcomes(t, reg, streams.ConsumerProjectorExec)
 		return o[jsrouter.OutcomeAcked] == 2 && o[jsrouter.OutcomeIgnored] == 1
 	})
 }

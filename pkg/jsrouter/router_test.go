@@ -54,10 +54,10 @@ func publish(t *testing.T, js jetstream.JetStream, subject string, n int) {
 
 func TestInOrderAndAcked(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 25)
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 25)
 	var rec jsroutertest.Seqs
-	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
-		if want := fmt.Sprintf("m%d", m.Seq); string(m.Data) != want || m.Subject != streams.SubjectVarbinds("olt-1") || m.Stream != streams.StreamVarbinds {
+	startRouter(t, env.JS, streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
+		if want := fmt.Sprintf("m%d", m.Seq); string(m.Data) != want || m.Subject != streams.SubjectExec("olt-1", streams.PhaseStarted) || m.Stream != streams.StreamExec {
 			return fmt.Errorf("%w: got %q on %s", streams.ErrMalformed, m.Data, m.Subject)
 		}
 		rec.Add(m.Seq)
@@ -69,7 +69,7 @@ func TestInOrderAndAcked(t *testing.T) {
 			t.Fatalf("handled order %v", rec.Get())
 		}
 	}
-	cons, err := env.JS.Consumer(context.Background(), streams.StreamVarbinds, streams.ConsumerProjectorVarbinds)
+	cons, err := env.JS.Consumer(context.Background(), streams.StreamExec, streams.ConsumerProjectorExec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +81,10 @@ func TestInOrderAndAcked(t *testing.T) {
 
 func TestTransientErrorIsRetriedNotLost(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 3)
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 3)
 	var rec jsroutertest.Seqs
 	var n tries
-	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+	startRouter(t, env.JS, streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
 		// Seq 2 fails 5 times: more than the in-place retries (2), so it
 		// is Nacked and comes back from the server.
 		if m.Seq == 2 && n.add(m.Seq) <= 5 {
@@ -94,7 +94,7 @@ func TestTransientErrorIsRetriedNotLost(t *testing.T) {
 		return nil
 	})
 	eventually(t, "3 messages", func() bool { return len(rec.Get()) == 3 })
-	// projector-varbinds has MaxAckPending 1: the Nacked message holds the
+	// projector-exec has MaxAckPending 1: the Nacked message holds the
 	// next ones back, so the order survives the redelivery.
 	if h := rec.Get(); h[0] != 1 || h[1] != 2 || h[2] != 3 {
 		t.Fatalf("handled %v, want [1 2 3]", h)
@@ -103,9 +103,9 @@ func TestTransientErrorIsRetriedNotLost(t *testing.T) {
 
 func TestMalformedAndPanicGoToDeadLetter(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
-	publish(t, env.JS, streams.SubjectVarbinds("olt-1"), 4)
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 4)
 	var rec jsroutertest.Seqs
-	startRouter(t, env.JS, streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, func(ctx context.Context, m jsrouter.Msg) error {
+	startRouter(t, env.JS, streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
 		switch m.Seq {
 		case 2:
 			return fmt.Errorf("decode batch: %w: bad json", streams.ErrMalformed)
@@ -132,7 +132,7 @@ func TestMalformedAndPanicGoToDeadLetter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if raw.Subject != streams.SubjectDLQ(streams.ConsumerProjectorVarbinds) {
+		if raw.Subject != streams.SubjectDLQ(streams.ConsumerProjectorExec) {
 			t.Errorf("dead letter subject %s", raw.Subject)
 		}
 		_, dl, err := streams.Decode[streams.DeadLetter](raw.Data)
@@ -140,7 +140,7 @@ func TestMalformedAndPanicGoToDeadLetter(t *testing.T) {
 			t.Fatal(err)
 		}
 		frag, ok := want[dl.StreamSeq]
-		if !ok || dl.Stream != streams.StreamVarbinds || dl.Consumer != streams.ConsumerProjectorVarbinds {
+		if !ok || dl.Stream != streams.StreamExec || dl.Consumer != streams.ConsumerProjectorExec {
 			t.Fatalf("unexpected dead letter %+v", dl)
 		}
 		if !contains(dl.Reason, frag) {
@@ -155,7 +155,7 @@ func TestSubscribeNeedsProvisionedConsumer(t *testing.T) {
 	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
 	sub := jsrouter.NewSubscriber(env.JS, jsrouter.SubscriberConfig{}, zerolog.Nop())
 	defer sub.Close()
-	if _, err := sub.Subscribe(context.Background(), jsrouter.Topic(streams.StreamVarbinds, "nobody")); err == nil {
+	if _, err := sub.Subscribe(context.Background(), jsrouter.Topic(streams.StreamExec, "nobody")); err == nil {
 		t.Fatal("subscribed to a consumer that does not exist")
 	}
 	if _, err := sub.Subscribe(context.Background(), "no-slash"); err == nil {
@@ -172,8 +172,8 @@ func TestStopDuringStartUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, durable := range []string{streams.ConsumerProjectorVarbinds, streams.ConsumerProjectorExec, streams.ConsumerProjectorConfig} {
-			stream := map[string]string{streams.ConsumerProjectorVarbinds: streams.StreamVarbinds, streams.ConsumerProjectorExec: streams.StreamExec, streams.ConsumerProjectorConfig: streams.StreamConfig}[durable]
+		for _, durable := range []string{streams.ConsumerProjectorSchedule, streams.ConsumerProjectorExec, streams.ConsumerProjectorConfig} {
+			stream := map[string]string{streams.ConsumerProjectorSchedule: streams.StreamSchedule, streams.ConsumerProjectorExec: streams.StreamExec, streams.ConsumerProjectorConfig: streams.StreamConfig}[durable]
 			r.Handle(stream, durable, func(context.Context, jsrouter.Msg) error { return nil })
 		}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -74,7 +75,18 @@ func openDatabase(ctx context.Context, c Common, log zerolog.Logger) (pool *pgxp
 			log.Error().Err(err).Msg("stop private PostgreSQL")
 		}
 	}
-	pool, err = pgxpool.New(ctx, url)
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		closeDB()
+		return nil, nil, fmt.Errorf("open database: %w", err)
+	}
+	// pgx's default (4 on 2 cores) is too few for a projector: its varbind
+	// holder lock keeps one, its workers one each, and every consumer
+	// needs one. A pool_max_conns in the URL wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		pcfg.MaxConns = max(pcfg.MaxConns, 12)
+	}
+	pool, err = pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		closeDB()
 		return nil, nil, fmt.Errorf("open database: %w", err)
