@@ -1,7 +1,6 @@
 package streams
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -51,7 +50,17 @@ var typeCodes = map[string]string{
 	VTEndOfMibView: "E", VTOpaque: "q",
 }
 
-func typeCode(t string) string {
+// typesByCode is typeCodes reversed.
+var typesByCode = func() map[string]string {
+	m := make(map[string]string, len(typeCodes))
+	for t, c := range typeCodes {
+		m[c] = t
+	}
+	return m
+}()
+
+// TypeCode is the wire code of varbind type t in a VarbindRow.
+func TypeCode(t string) string {
 	if c, ok := typeCodes[t]; ok {
 		return c
 	}
@@ -59,49 +68,47 @@ func typeCode(t string) string {
 }
 
 func typeFromCode(c string) string {
-	if len(c) == 1 {
-		for t, code := range typeCodes {
-			if code == c {
-				return t
-			}
-		}
+	if t, ok := typesByCode[c]; ok {
+		return t
 	}
 	return c
 }
 
-// MarshalJSON writes the compact form. Index and values are hex, decimal
-// or dotted (see Varbind) so they need no escaping; other strings are
-// escaped by encoding/json.
+// MarshalJSON writes the compact form (AppendVarbindRow).
 func (r VarbindRow) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.Grow(16 + len(r.Index) + 16*len(r.Values))
-	b.WriteByte('[')
-	writeJSONString(&b, r.Index)
-	for _, v := range r.Values {
-		b.WriteByte(',')
-		b.WriteString(strconv.Itoa(v.Column))
-		b.WriteByte(',')
-		writeJSONString(&b, typeCode(v.Type))
-		b.WriteByte(',')
-		writeJSONString(&b, v.Value)
-	}
-	b.WriteByte(']')
-	return b.Bytes(), nil
+	return AppendVarbindRow(make([]byte, 0, 16+len(r.Index)+16*len(r.Values)), r), nil
 }
 
-// writeJSONString writes s quoted, through encoding/json only when it has
-// a byte that needs escaping.
-func writeJSONString(b *bytes.Buffer, s string) {
+// AppendVarbindRow appends r's compact form to w, byte for byte what
+// encoding/json writes for it inside a batch: hand-written encoders of
+// varbind.batch (the poller's) use it.
+func AppendVarbindRow(w []byte, r VarbindRow) []byte {
+	w = append(w, '[')
+	w = AppendJSONString(w, r.Index)
+	for _, v := range r.Values {
+		w = append(w, ',')
+		w = strconv.AppendInt(w, int64(v.Column), 10)
+		w = append(w, ',')
+		w = AppendJSONString(w, TypeCode(v.Type))
+		w = append(w, ',')
+		w = AppendJSONString(w, v.Value)
+	}
+	return append(w, ']')
+}
+
+// AppendJSONString appends s quoted as encoding/json does (HTML-safe):
+// directly when it has only printable ASCII that needs no escaping (hex,
+// decimal and dotted values, ids), through encoding/json otherwise.
+func AppendJSONString(w []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) // a string always marshals
-			b.Write(q)
-			return
+			return append(w, q...)
 		}
 	}
-	b.WriteByte('"')
-	b.WriteString(s)
-	b.WriteByte('"')
+	w = append(w, '"')
+	w = append(w, s...)
+	return append(w, '"')
 }
 
 // UnmarshalJSON reads the compact form.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/facho-olt/facho/streams"
 )
@@ -26,15 +25,15 @@ type batchEncoder struct {
 func newBatchEncoder(node streams.NodeDue) (*batchEncoder, error) {
 	e := &batchEncoder{}
 	h := append([]byte(nil), `{"execution_id":`...)
-	h = appendJSONString(h, node.ExecutionID)
+	h = streams.AppendJSONString(h, node.ExecutionID)
 	h = append(h, `,"job_id":`...)
-	h = appendJSONString(h, node.JobID)
+	h = streams.AppendJSONString(h, node.JobID)
 	h = append(h, `,"olt_id":`...)
-	h = appendJSONString(h, node.OLTID)
+	h = streams.AppendJSONString(h, node.OLTID)
 	h = append(h, `,"brand_id":`...)
-	h = appendJSONString(h, node.BrandID)
+	h = streams.AppendJSONString(h, node.BrandID)
 	h = append(h, `,"index_scheme":`...)
-	h = appendJSONString(h, node.IndexScheme)
+	h = streams.AppendJSONString(h, node.IndexScheme)
 	if node.Index != nil {
 		idx, err := json.Marshal(node.Index)
 		if err != nil {
@@ -57,13 +56,13 @@ func newBatchEncoder(node streams.NodeDue) (*batchEncoder, error) {
 func (e *batchEncoder) encode(id, source string, now time.Time, b streams.VarbindBatch) []byte {
 	w := e.buf[:0]
 	w = append(w, `{"id":`...)
-	w = appendJSONString(w, id)
+	w = streams.AppendJSONString(w, id)
 	w = append(w, `,"type":"`+streams.TypeVarbindBatch+`","version":`...)
 	w = strconv.AppendInt(w, int64(streams.VarbindBatchVersion), 10)
 	w = append(w, `,"time":`...)
 	w = appendTime(w, now.UTC())
 	w = append(w, `,"source":`...)
-	w = appendJSONString(w, source)
+	w = streams.AppendJSONString(w, source)
 	w = append(w, `,"data":`...)
 	w = append(w, e.head...)
 	w = append(w, `,"lease_revision":`...)
@@ -83,11 +82,11 @@ func (e *batchEncoder) encode(id, source string, now time.Time, b streams.Varbin
 				w = append(w, ',')
 			}
 			w = append(w, `{"oid":`...)
-			w = appendJSONString(w, vb.OID)
+			w = streams.AppendJSONString(w, vb.OID)
 			w = append(w, `,"type":`...)
-			w = appendJSONString(w, vb.Type)
+			w = streams.AppendJSONString(w, vb.Type)
 			w = append(w, `,"value":`...)
-			w = appendJSONString(w, vb.Value)
+			w = streams.AppendJSONString(w, vb.Value)
 			w = append(w, '}')
 		}
 		w = append(w, ']')
@@ -98,18 +97,7 @@ func (e *batchEncoder) encode(id, source string, now time.Time, b streams.Varbin
 			if i > 0 {
 				w = append(w, ',')
 			}
-			// streams.VarbindRow's compact form.
-			w = append(w, '[')
-			w = appendJSONString(w, r.Index)
-			for _, v := range r.Values {
-				w = append(w, ',')
-				w = strconv.AppendInt(w, int64(v.Column), 10)
-				w = append(w, ',')
-				w = appendJSONString(w, typeCode(v.Type))
-				w = append(w, ',')
-				w = appendJSONString(w, v.Value)
-			}
-			w = append(w, ']')
+			w = streams.AppendVarbindRow(w, r)
 		}
 		w = append(w, ']')
 	}
@@ -121,40 +109,6 @@ func (e *batchEncoder) encode(id, source string, now time.Time, b streams.Varbin
 	return w
 }
 
-// typeCode is streams' one-letter wire code of a varbind type (see
-// streams.VarbindRow), the full name for others.
-func typeCode(t string) string {
-	switch t {
-	case streams.VTInteger:
-		return "i"
-	case streams.VTOctetString:
-		return "s"
-	case streams.VTOID:
-		return "o"
-	case streams.VTIPAddress:
-		return "a"
-	case streams.VTCounter32:
-		return "c"
-	case streams.VTGauge32:
-		return "g"
-	case streams.VTTimeTicks:
-		return "t"
-	case streams.VTCounter64:
-		return "C"
-	case streams.VTNull:
-		return "n"
-	case streams.VTNoSuchObject:
-		return "O"
-	case streams.VTNoSuchInstance:
-		return "N"
-	case streams.VTEndOfMibView:
-		return "E"
-	case streams.VTOpaque:
-		return "q"
-	}
-	return t
-}
-
 // appendTime appends t as encoding/json writes a time.Time.
 func appendTime(w []byte, t time.Time) []byte {
 	b, err := t.MarshalJSON()
@@ -162,20 +116,4 @@ func appendTime(w []byte, t time.Time) []byte {
 		return append(w, "null"...) // a year outside 0..9999: never here
 	}
 	return append(w, b...)
-}
-
-// appendJSONString appends s quoted as encoding/json does (HTML-safe):
-// directly when it has only printable ASCII that needs no escaping (hex,
-// decimal and dotted values, ids), through encoding/json otherwise.
-func appendJSONString(w []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(w, q...)
-		}
-	}
-	w = append(w, '"')
-	w = append(w, s...)
-	return append(w, '"')
 }

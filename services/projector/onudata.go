@@ -24,14 +24,7 @@ type vbMsg struct {
 // decodeVarbindMsg decodes and checks one varbind batch; an error wraps
 // streams.ErrMalformed (the message can never be applied).
 func decodeVarbindMsg(subject string, seq uint64, data []byte) (vbMsg, error) {
-	env, err := streams.DecodeEnvelope(data)
-	if err != nil {
-		return vbMsg{}, err
-	}
-	if err := streams.CheckSubject(subject, env); err != nil {
-		return vbMsg{}, err
-	}
-	_, b, err := streams.Decode[streams.VarbindBatch](data)
+	_, b, err := streams.DecodeOn[streams.VarbindBatch](subject, data)
 	if err != nil {
 		return vbMsg{}, err
 	}

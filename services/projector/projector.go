@@ -47,7 +47,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		return err
 	}
 	p := &projector{cfg: cfg, js: deps.JS, db: deps.DB, log: deps.Log, metrics: m}
-	p.outbox = &outbox{js: deps.JS, db: deps.DB, batch: cfg.OutboxBatch, timeout: cfg.PublishTimeout, log: deps.Log, metrics: m}
+	p.outbox = &outbox{js: deps.JS, db: deps.DB, batch: cfg.OutboxBatch, timeout: cfg.PublishTimeout}
 
 	router, err := jsrouter.New(deps.JS, jsrouter.Config{
 		Source:           cfg.Source,

@@ -27,7 +27,7 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &projector{cfg: cfg, log: log, metrics: m, outbox: &outbox{log: log, metrics: m}}
+	p := &projector{cfg: cfg, log: log, metrics: m}
 	return []projection.ReadModel{
 		{
 			Name:        ReadModelONUData,

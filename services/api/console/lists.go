@@ -121,13 +121,8 @@ func listDefs() map[string]listDef {
 
 // listView is the data of a list page.
 type listView struct {
-	Def      listDef
-	Rows     []map[string]any
-	Total    int
-	Offset   int
-	Limit    int
-	Prev     string
-	Next     string
+	Def listDef
+	page
 	Sort     string
 	CanNew   bool
 	Editable bool
@@ -164,25 +159,41 @@ func (c *Console) listHandler(name string) http.Handler {
 		if !res.ok() {
 			v.Err, _ = res.errMsg()
 		} else {
-			for _, row := range anySlice(res.Body[def.Key]) {
-				if m, ok := row.(map[string]any); ok {
-					lv.Rows = append(lv.Rows, m)
-				}
-			}
-			lv.Total, lv.Offset, lv.Limit = num(res.Body["total"]), num(res.Body["offset"]), num(res.Body["limit"])
-			if lv.Limit == 0 {
-				lv.Limit = len(lv.Rows)
-			}
-			if lv.Offset > 0 {
-				lv.Prev = pageLink(r, max(0, lv.Offset-lv.Limit))
-			}
-			if lv.Limit > 0 && lv.Offset+lv.Limit < lv.Total {
-				lv.Next = pageLink(r, lv.Offset+lv.Limit)
-			}
+			lv.page = pageOf(r, res.Body, def.Key)
 		}
 		v.Data = lv
 		c.render(w, http.StatusOK, "list", v)
 	})
+}
+
+// page is one page of an API list: its rows (the list under key of the
+// answer), its place in the whole and the links to its neighbours.
+type page struct {
+	Rows                 []map[string]any
+	Total, Offset, Limit int
+	Prev, Next           string
+}
+
+// pageOf reads the page of an API list answer (total, offset, limit and the
+// rows under key); a list without a limit is one page.
+func pageOf(r *http.Request, body map[string]any, key string) page {
+	var p page
+	for _, x := range anySlice(body[key]) {
+		if m, ok := x.(map[string]any); ok {
+			p.Rows = append(p.Rows, m)
+		}
+	}
+	p.Total, p.Offset, p.Limit = num(body["total"]), num(body["offset"]), num(body["limit"])
+	if p.Limit == 0 {
+		p.Limit = len(p.Rows)
+	}
+	if p.Offset > 0 {
+		p.Prev = pageLink(r, max(0, p.Offset-p.Limit))
+	}
+	if p.Limit > 0 && p.Offset+p.Limit < p.Total {
+		p.Next = pageLink(r, p.Offset+p.Limit)
+	}
+	return p
 }
 
 func pageLink(r *http.Request, offset int) string {

@@ -211,18 +211,8 @@ func (c *Console) onuPage(w http.ResponseWriter, r *http.Request) {
 	if !changes.ok() {
 		v.Err, _ = changes.errMsg()
 	}
-	for _, x := range anySlice(changes.Body["history"]) {
-		if m, ok := x.(map[string]any); ok {
-			ov.Changes = append(ov.Changes, m)
-		}
-	}
-	ov.Total, ov.Offset, ov.Limit = num(changes.Body["total"]), num(changes.Body["offset"]), num(changes.Body["limit"])
-	if ov.Offset > 0 {
-		ov.Prev = pageLink(r, max(0, ov.Offset-ov.Limit))
-	}
-	if ov.Limit > 0 && ov.Offset+ov.Limit < ov.Total {
-		ov.Next = pageLink(r, ov.Offset+ov.Limit)
-	}
+	pg := pageOf(r, changes.Body, "history")
+	ov.Changes, ov.Total, ov.Offset, ov.Limit, ov.Prev, ov.Next = pg.Rows, pg.Total, pg.Offset, pg.Limit, pg.Prev, pg.Next
 	c.render(w, http.StatusOK, "onu", v)
 }
 

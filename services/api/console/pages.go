@@ -58,18 +58,8 @@ func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
 	if !onus.ok() {
 		v.Err, _ = onus.errMsg()
 	}
-	for _, x := range anySlice(onus.Body["onus"]) {
-		if m, ok := x.(map[string]any); ok {
-			ov.ONUs = append(ov.ONUs, m)
-		}
-	}
-	ov.ONUTotal, ov.ONUOffset, ov.ONULimit = num(onus.Body["total"]), num(onus.Body["offset"]), num(onus.Body["limit"])
-	if ov.ONUOffset > 0 {
-		ov.Prev = pageLink(r, max(0, ov.ONUOffset-ov.ONULimit))
-	}
-	if ov.ONULimit > 0 && ov.ONUOffset+ov.ONULimit < ov.ONUTotal {
-		ov.Next = pageLink(r, ov.ONUOffset+ov.ONULimit)
-	}
+	pg := pageOf(r, onus.Body, "onus")
+	ov.ONUs, ov.ONUTotal, ov.ONUOffset, ov.ONULimit, ov.Prev, ov.Next = pg.Rows, pg.Total, pg.Offset, pg.Limit, pg.Prev, pg.Next
 	for _, x := range anySlice(c.call(r.Context(), http.MethodGet, "/api/v1/assignments?limit=200&olt_id="+url.QueryEscape(id), nil).Body["assignments"]) {
 		if m, ok := x.(map[string]any); ok {
 			ov.Assignments = append(ov.Assignments, m)
@@ -125,22 +115,10 @@ func (c *Console) logsPage(w http.ResponseWriter, r *http.Request) {
 		q.Set("limit", "100")
 	}
 	res := c.call(r.Context(), http.MethodGet, "/api/v1/coordinator-logs?"+q.Encode(), nil)
-	lv := &listView{}
 	if !res.ok() {
 		v.Err, _ = res.errMsg()
 	}
-	for _, x := range anySlice(res.Body["logs"]) {
-		if m, ok := x.(map[string]any); ok {
-			lv.Rows = append(lv.Rows, m)
-		}
-	}
-	lv.Total, lv.Offset, lv.Limit = num(res.Body["total"]), num(res.Body["offset"]), num(res.Body["limit"])
-	if lv.Offset > 0 {
-		lv.Prev = pageLink(r, max(0, lv.Offset-lv.Limit))
-	}
-	if lv.Limit > 0 && lv.Offset+lv.Limit < lv.Total {
-		lv.Next = pageLink(r, lv.Offset+lv.Limit)
-	}
+	lv := &listView{page: pageOf(r, res.Body, "logs")}
 	v.Data = lv
 	c.render(w, http.StatusOK, "logs", v)
 }
