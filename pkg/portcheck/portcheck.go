@@ -6,7 +6,11 @@ package portcheck
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -50,4 +54,36 @@ func Free(network, addr string) error {
 		return fmt.Errorf("bind %s/%s: %w", addr, network, err)
 	}
 	return closeErr
+}
+
+// PickTCP returns 127.0.0.1:PORT with a port no socket holds now, for a
+// child process to listen on. It picks below the kernel's ephemeral range
+// (ip_local_port_range): a port the kernel hands out ("127.0.0.1:0") is
+// also what it gives the next outgoing connection, which can then hold it
+// when the child binds ("address already in use" for as long as that
+// connection lives). It falls back to a kernel-chosen port when none is
+// free below the range.
+func PickTCP() (string, error) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				low = n
+			}
+		}
+	}
+	const floor = 1024
+	for range 200 {
+		port := floor + rand.IntN(low-floor)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if Free("tcp", addr) == nil {
+			return addr, nil
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("pick a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }

@@ -3,6 +3,8 @@ package portcheck
 import (
 	"errors"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -53,5 +55,29 @@ func TestFree(t *testing.T) {
 	tcp.Close()
 	if err := Free("tcp", addr); err != nil {
 		t.Errorf("released port: %v", err)
+	}
+}
+
+func TestPickTCPIsBindableAndBelowTheEphemeralRange(t *testing.T) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			low, _ = strconv.Atoi(f[0])
+		}
+	}
+	for range 20 {
+		addr, err := PickTCP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("picked %s, cannot bind it: %v", addr, err)
+		}
+		ln.Close()
+		_, port, _ := net.SplitHostPort(addr)
+		if n, _ := strconv.Atoi(port); n < 1024 || n >= low {
+			t.Errorf("picked %s: want a port in 1024..%d, below the ephemeral range", addr, low-1)
+		}
 	}
 }

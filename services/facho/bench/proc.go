@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/facho-olt/facho/pkg/portcheck"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on
@@ -189,12 +191,7 @@ func treeCPU(pid int) (float64, error) {
 
 // freeTCP returns a TCP address on 127.0.0.1 nobody listens on now.
 func freeTCP() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return portcheck.PickTCP()
 }
 
 // freeUDPRange finds n consecutive free UDP ports on 127.0.0.1 (the

@@ -34,6 +34,7 @@ import (
 	"github.com/facho-olt/facho/pkg/jstest"
 	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/pgtest"
+	"github.com/facho-olt/facho/pkg/portcheck"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
@@ -85,12 +86,16 @@ func chaosBuild(t *testing.T) (binDir, natsBin string) {
 // chaosFreePort returns a TCP port nobody listens on right now.
 func chaosFreePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := portcheck.PickTCP()
 	if err != nil {
-		t.Fatalf("free port: %v", err)
+		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	_, port, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatalf("free port %s: %v", addr, err)
+	}
+	return n
 }
 
 // chaosLog keeps the last lines a process wrote, across restarts, and

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/natsembed"
 	"github.com/facho-olt/facho/pkg/pgtest"
+	"github.com/facho-olt/facho/pkg/portcheck"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
@@ -54,12 +54,11 @@ func buildBinaries(t *testing.T) string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := portcheck.PickTCP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // proc is one running service process.
