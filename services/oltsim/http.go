@@ -109,6 +109,8 @@ func (o *OLT) Info() OLTInfo {
 //	GET    /olts/{name}/faults     faults in force
 //	PUT    /olts/{name}/faults     replace faults (FaultsJSON body)
 //	GET    /olts/{name}/onus       ground-truth ONU rows
+//	GET    /olts/{name}/onus/{index}  one ONU's row
+//	PATCH  /olts/{name}/onus/{index}  change one ONU (ONUPatch body)
 //	POST   /olts/{name}/tick       advance simulated life one step
 //	POST   /olts/{name}/reboot     restart sysUpTime
 //	GET    /metrics                Prometheus metrics (own registry)
@@ -169,6 +171,34 @@ func (f *Fleet) Handler() http.Handler {
 	}))
 	mux.HandleFunc("GET /olts/{name}/onus", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
 		writeJSON(w, http.StatusOK, toONUJSON(o.ONUs()))
+	}))
+	mux.HandleFunc("GET /olts/{name}/onus/{index}", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
+		u, ok := o.ONU(r.PathValue("index"))
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such onu"})
+			return
+		}
+		writeJSON(w, http.StatusOK, toONUJSON([]ONU{u})[0])
+	}))
+	mux.HandleFunc("PATCH /olts/{name}/onus/{index}", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
+		index := r.PathValue("index")
+		if _, ok := o.ONU(index); !ok {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such onu"})
+			return
+		}
+		var p ONUPatch
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		if err := o.PatchONU(index, p); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		u, _ := o.ONU(index)
+		writeJSON(w, http.StatusOK, toONUJSON([]ONU{u})[0])
 	}))
 	mux.HandleFunc("POST /olts/{name}/tick", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
 		writeJSON(w, http.StatusOK, map[string]uint64{"tick": o.Tick()})

@@ -56,6 +56,35 @@ func TestHandler(t *testing.T) {
 			t.Errorf("%s %s: %d %s", tc.method, tc.path, status, body)
 		}
 	}
+	// One ONU's life through PATCH /olts/{name}/onus/{index}.
+	u := f.OLT("hw").ONUs()[0]
+	path := "/olts/hw/onus/" + u.Index
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		contains           string
+	}{
+		{"GET", path, "", 200, `"Index":"` + u.Index + `"`},
+		{"PATCH", path, `{"online":true,"rx_power_dbm":-19}`, 200, `"RxPowerDBm":-19`},
+		{"PATCH", path, `{"rx_power_dbm":-29}`, 200, `"RxPowerDBm":-29`},
+		{"PATCH", path, `{"online":false}`, 200, `"RxPowerDBm":null`},
+		{"GET", path, "", 200, `"Online":false`},
+		{"PATCH", path, `{"online":true,"rx_power_dbm":-19.5}`, 200, `"RxPowerDBm":-19.5`},
+		{"PATCH", path, `{"rx_power_dbm":-41}`, 400, "want -40..10"},
+		{"PATCH", path, `{}`, 400, "nothing to change"},
+		{"PATCH", path, `{"rx":-20}`, 400, "unknown field"},
+		{"PATCH", "/olts/hw/onus/9.9", `{"online":false}`, 404, "no such onu"},
+		{"GET", "/olts/hw/onus/9.9", "", 404, "no such onu"},
+		{"PATCH", "/olts/nope/onus/" + u.Index, `{"online":false}`, 404, "no such olt"},
+	} {
+		status, body := do(tc.method, tc.path, tc.body)
+		if status != tc.status || !strings.Contains(body, tc.contains) {
+			t.Errorf("%s %s %s: %d %s", tc.method, tc.path, tc.body, status, body)
+		}
+	}
+	if got, _ := f.OLT("hw").ONU(u.Index); !got.Online || got.RxPowerDBm != -19.5 {
+		t.Errorf("after the patches: %+v", got)
+	}
 	if got := f.OLT("hw").Faults().Latency; got != 25*time.Millisecond {
 		t.Errorf("latency %v", got)
 	}
