@@ -199,9 +199,18 @@ func (s *server) getONUHistory(w http.ResponseWriter, r *http.Request) *apiError
 	return nil
 }
 
-const onuCols = "pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, " +
-	"onu_index, port_name, name, tx_power_dbm, olt_rx_power_dbm, distance_m, temperature_c, voltage_v, bias_ma, " +
-	"last_down_cause, last_down_at, last_up_at, model, firmware, removed_at"
+// onuFrom is what an ONU is read from: its onu_data row d and its OLT's
+// last complete walk w.
+const onuFrom = "onu_data d LEFT JOIN onu_walks w ON w.olt_id = d.olt_id"
+
+// onuLastSeen is an ONU's last_seen. The projector writes a row only when
+// the ONU changed (issue 10), so the row's last_seen is its last change;
+// an ONU not marked removed was also read by its OLT's last complete walk.
+const onuLastSeen = "CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END"
+
+const onuCols = "d.pon_index, d.onu_id, d.serial, d.description, d.status, d.rx_power_dbm, d.first_seen, " + onuLastSeen + " AS last_seen, " +
+	"d.onu_index, d.port_name, d.name, d.tx_power_dbm, d.olt_rx_power_dbm, d.distance_m, d.temperature_c, d.voltage_v, d.bias_ma, " +
+	"d.last_down_cause, d.last_down_at, d.last_up_at, d.model, d.firmware, d.removed_at"
 
 // getONU answers one ONU: its current onu_data row, or with at its state
 // at that time rebuilt from onu_history.
@@ -217,7 +226,7 @@ func (s *server) getONU(w http.ResponseWriter, r *http.Request) *apiError {
 	if at != nil {
 		return s.onuAt(w, r, k, *at)
 	}
-	rows, aerr := listRows[onuRow](s, r, `SELECT `+onuCols+` FROM onu_data WHERE olt_id = $1 AND pon_index = $2 AND onu_id = $3`, k.OLT, k.PonIndex, k.ONUID)
+	rows, aerr := listRows[onuRow](s, r, `SELECT `+onuCols+` FROM `+onuFrom+` WHERE d.olt_id = $1 AND d.pon_index = $2 AND d.onu_id = $3`, k.OLT, k.PonIndex, k.ONUID)
 	if aerr != nil {
 		return aerr
 	}
@@ -338,9 +347,9 @@ func (s *server) searchONUs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	cols := "d.olt_id, COALESCE(o.name, ''), " + "d." + strings.ReplaceAll(onuCols, ", ", ", d.")
-	spec := listSpec{From: "onu_data d LEFT JOIN olts o ON o.id = d.olt_id", Cols: cols,
-		Sorts:       map[string]string{"serial": "d.serial", "olt_id": "d.olt_id", "status": "d.status", "last_seen": "d.last_seen", "rx_power_dbm": "d.rx_power_dbm"},
+	cols := "d.olt_id, COALESCE(o.name, ''), " + onuCols
+	spec := listSpec{From: onuFrom + " LEFT JOIN olts o ON o.id = d.olt_id", Cols: cols,
+		Sorts:       map[string]string{"serial": "d.serial", "olt_id": "d.olt_id", "status": "d.status", "last_seen": onuLastSeen, "rx_power_dbm": "d.rx_power_dbm"},
 		DefaultSort: "d.serial", TieBreak: "d.olt_id, d.pon_index, d.onu_id", DefaultLimit: 100, MaxLimit: 1000}
 	if isPrefix {
 		// LIKE on a literal prefix: onu_data_serial serves it under the

@@ -232,3 +232,49 @@ func TestONUSearchBySerial(t *testing.T) {
 		}
 	}
 }
+
+// An ONU's last_seen is the later of its row's (its last change) and its
+// OLT's last complete walk, unless the walk marked it removed; the list,
+// the one-ONU answer and the serial search agree, and sort by it.
+func TestONULastSeenComesFromTheLastWalk(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	walk := t0.Add(48 * time.Hour)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := f.db.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO olts (id, name, ip, port, brand_id, enabled, updated_at) VALUES ('olt-1', 'Centro', '10.0.0.1', 161, 'huawei', true, now())`)
+	exec(`INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, status, first_seen, last_seen, removed_at) VALUES
+		('olt-1', 1, 1, 'HWTC00000001', 'ONLINE', $1, $1, NULL),
+		('olt-1', 1, 2, 'HWTC00000002', 'ONLINE', $1, $1 + interval '1 hour', $1 + interval '2 hours'),
+		('olt-1', 1, 3, 'HWTC00000003', 'ONLINE', $1, $2::timestamptz + interval '1 minute', NULL)`, t0, walk)
+	exec(`INSERT INTO onu_walks (olt_id, execution_id, seen_at) VALUES ('olt-1', 'e7', $1)`, walk)
+	want := map[float64]string{
+		1: walk.Format(time.RFC3339),                  // unchanged since t0, read by the walk
+		2: t0.Add(time.Hour).Format(time.RFC3339),     // removed: its own
+		3: walk.Add(time.Minute).Format(time.RFC3339), // changed after the walk
+	}
+	out := f.must("GET", "/api/v1/olts/olt-1/onus?sort=-last_seen", "", http.StatusOK)
+	var order []float64
+	for _, x := range out["onus"].([]any) {
+		o := x.(map[string]any)
+		id := o["onu_id"].(float64)
+		order = append(order, id)
+		if o["last_seen"] != want[id] {
+			t.Errorf("list: onu %v last_seen %v, want %s", id, o["last_seen"], want[id])
+		}
+	}
+	if len(order) != 3 || order[0] != 3 || order[1] != 1 || order[2] != 2 {
+		t.Errorf("sorted by -last_seen: %v, want [3 1 2]", order)
+	}
+	if o := f.must("GET", "/api/v1/olts/olt-1/onus/1/1", "", http.StatusOK); o["last_seen"] != want[1] {
+		t.Errorf("one onu: last_seen %v, want %s", o["last_seen"], want[1])
+	}
+	s := f.must("GET", "/api/v1/onus?serial=HWTC00000001", "", http.StatusOK)
+	if got := s["onus"].([]any); len(got) != 1 || got[0].(map[string]any)["last_seen"] != want[1] {
+		t.Errorf("search: %v, want last_seen %s", got, want[1])
+	}
+}

@@ -159,16 +159,14 @@ func (s *server) listONUs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	spec := listSpec{From: "onu_data", Cols: "pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, " +
-		"onu_index, port_name, name, tx_power_dbm, olt_rx_power_dbm, distance_m, temperature_c, voltage_v, bias_ma, " +
-		"last_down_cause, last_down_at, last_up_at, model, firmware, removed_at",
-		Search: []string{"serial", "description", "port_name", "name"},
-		Sorts: map[string]string{"pon_index": "pon_index, onu_id", "onu_id": "onu_id", "port_name": "port_name", "serial": "serial", "description": "description",
-			"status": "status", "rx_power_dbm": "rx_power_dbm", "first_seen": "first_seen", "last_seen": "last_seen"},
-		DefaultSort: "pon_index, onu_id", TieBreak: "pon_index, onu_id", DefaultLimit: 1000, MaxLimit: 10000}
-	spec.filter("olt_id = $?", olt)
+	spec := listSpec{From: onuFrom, Cols: onuCols,
+		Search: []string{"d.serial", "d.description", "d.port_name", "d.name"},
+		Sorts: map[string]string{"pon_index": "d.pon_index, d.onu_id", "onu_id": "d.onu_id", "port_name": "d.port_name", "serial": "d.serial", "description": "d.description",
+			"status": "d.status", "rx_power_dbm": "d.rx_power_dbm", "first_seen": "d.first_seen", "last_seen": onuLastSeen},
+		DefaultSort: "d.pon_index, d.onu_id", TieBreak: "d.pon_index, d.onu_id", DefaultLimit: 1000, MaxLimit: 10000}
+	spec.filter("d.olt_id = $?", olt)
 	if status != "" {
-		spec.filter("status = $?", status)
+		spec.filter("d.status = $?", status)
 	}
 	onus, pi, aerr := listPage[onuRow](s, r, spec)
 	if aerr != nil {

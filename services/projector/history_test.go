@@ -107,11 +107,15 @@ func TestONULifeYieldsItsHistory(t *testing.T) {
 	if fmt.Sprint(kinds) != fmt.Sprint(wantKinds) {
 		t.Fatalf("events %v, want %v", kinds, wantKinds)
 	}
-	// One write per ONU per execution: the row was written 5 times (its
-	// last_execution_id moved each time), never more.
-	var exec string
-	if err := r.pool.QueryRow(context.Background(), `SELECT last_execution_id FROM onu_data WHERE olt_id = 'olt-h' AND onu_id = 7`).Scan(&exec); err != nil || exec != "e5" {
-		t.Fatalf("last_execution_id %q, %v", exec, err)
+	// A write per real change only: the row was last written by e4, the
+	// unchanged poll e5 wrote nothing to it but is the OLT's last walk,
+	// which the ONU's last_seen comes from.
+	var exec, walk string
+	var seen, walkAt time.Time
+	if err := r.pool.QueryRow(context.Background(), `SELECT d.last_execution_id, d.last_seen, w.execution_id, w.seen_at
+		FROM onu_data d JOIN onu_walks w USING (olt_id) WHERE d.olt_id = 'olt-h' AND d.onu_id = 7`).Scan(&exec, &seen, &walk, &walkAt); err != nil ||
+		exec != "e4" || !seen.Equal(t0.Add(15*time.Minute)) || walk != "e5" || !walkAt.Equal(t0.Add(20*time.Minute)) {
+		t.Fatalf("row written by %q at %s, last walk %q at %s (%v); want e4 at +15m, e5 at +20m", exec, seen, walk, walkAt, err)
 	}
 }
 

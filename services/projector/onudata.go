@@ -69,20 +69,19 @@ type storedONU struct {
 	State     streams.ONUState
 	Stored    bool // in onu_data when loaded
 	RemovedAt *time.Time
-	SeenBy    string
-	RxSeenBy  *string
 	FirstSeen time.Time
 	LastSeen  time.Time
 	LastExec  string
-	Dirty     bool
+	Dirty     bool // changed: written by writeONUs
 }
 
 // applyVarbinds projects msgs in tx, each OLT's messages in the order
 // given (stream order), and returns the events to publish after commit.
-// Each ONU row is read once and written once per run of messages (up to
-// a walk's Last batch, whose end-of-walk checks read the table), so a
-// batch of whole rows costs one write per ONU; events and history rows
-// are computed from the merged row and only for real changes.
+// Each ONU row is read once per run of messages (up to a walk's Last
+// batch, whose end-of-walk checks read the table) and written once if it
+// changed; events and history rows are computed from the merged row and
+// only for real changes. What the batches read is recorded per walk
+// (walkseen.go), not on the rows.
 func (p *projector) applyVarbinds(ctx context.Context, tx pgx.Tx, msgs []vbMsg) ([]outboxRow, error) {
 	byOLT := map[string][]vbMsg{}
 	var order []string
@@ -134,8 +133,9 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 		return nil, err
 	}
 	perMsg := make([][]onuChange, len(ms))
+	seen := walkSeen{}
 	for i, m := range ms {
-		perMsg[i] = mergeMessage(rows, m)
+		perMsg[i] = mergeMessage(rows, m, seen)
 	}
 	dirty := 0
 	for _, r := range rows {
@@ -145,6 +145,9 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 	}
 	p.metrics.onuRows.Add(float64(dirty))
 	if err := writeONUs(ctx, tx, olt, rows); err != nil {
+		return nil, err
+	}
+	if err := seen.insert(ctx, tx, olt); err != nil {
 		return nil, err
 	}
 	var out []outboxRow
@@ -164,6 +167,11 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 				return nil, err
 			}
 			changes = append(changes, removed...)
+		}
+		if b.Last && tracksWalk(b) {
+			if err := endWalk(ctx, tx, olt, rxReader(b), b.ExecutionID, readsONUTable(b), b.CollectedAt.UTC()); err != nil {
+				return nil, err
+			}
 		}
 		placed, err := recordPlacement(ctx, tx, b, m.Dec)
 		if err != nil {
@@ -198,10 +206,11 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 }
 
 // mergeMessage overlays one message on the rows (creating the ONUs it
-// discovers) and returns its changes.
-func mergeMessage(rows map[ONUKey]*storedONU, m vbMsg) []onuChange {
+// discovers), records what it read in seen when its walk ends with
+// checks, and returns its changes. Only a changed row is marked dirty.
+func mergeMessage(rows map[ONUKey]*storedONU, m vbMsg, seen walkSeen) []onuChange {
 	b := m.Batch
-	seenBy := rxReader(b)
+	attempt, track := rxReader(b), tracksWalk(b)
 	collected := b.CollectedAt.UTC()
 	var changes []onuChange
 	for _, k := range m.Dec.Keys() {
@@ -215,6 +224,9 @@ func mergeMessage(rows map[ONUKey]*storedONU, m vbMsg) []onuChange {
 			}
 			r = &storedONU{FirstSeen: collected}
 			rows[k] = r
+		}
+		if track {
+			seen.add(attempt, m.Seq, k, f.RxPowerSet)
 		}
 		existed := r.Stored || r.Dirty
 		old := r.State
@@ -231,12 +243,10 @@ func mergeMessage(rows map[ONUKey]*storedONU, m vbMsg) []onuChange {
 		case !sameState(old, cur):
 			o := old
 			changes = append(changes, onuChange{Key: k, Change: streams.ONUUpdated, Previous: &o, Current: cur})
+		default:
+			continue // read, unchanged: not written
 		}
-		r.State, r.RemovedAt, r.SeenBy = cur, nil, seenBy
-		if f.RxPowerSet {
-			s := seenBy
-			r.RxSeenBy = &s
-		}
+		r.State, r.RemovedAt = cur, nil
 		r.LastSeen, r.LastExec, r.Dirty = collected, b.ExecutionID, true
 	}
 	return changes
@@ -255,7 +265,7 @@ func loadONUs(ctx context.Context, tx pgx.Tx, olt string, keySet map[ONUKey]stru
 	}
 	rows, err := tx.Query(ctx, `SELECT o.pon_index, o.onu_id, o.serial, o.description, o.status, o.rx_power_dbm,
 		o.onu_index, o.port_name, o.name, o.tx_power_dbm, o.olt_rx_power_dbm, o.distance_m, o.temperature_c, o.voltage_v, o.bias_ma,
-		o.last_down_cause, o.last_down_at, o.last_up_at, o.model, o.firmware, o.removed_at, o.seen_by, o.rx_seen_by,
+		o.last_down_cause, o.last_down_at, o.last_up_at, o.model, o.firmware, o.removed_at,
 		o.first_seen, o.last_seen, o.last_execution_id
 		FROM onu_data o JOIN unnest($2::bigint[], $3::bigint[]) AS k(pon_index, onu_id)
 		ON o.pon_index = k.pon_index AND o.onu_id = k.onu_id
@@ -270,7 +280,7 @@ func loadONUs(ctx context.Context, tx pgx.Tx, olt string, keySet map[ONUKey]stru
 		s := &r.State
 		if err := rows.Scan(&k.PonIndex, &k.ONUID, &s.Serial, &s.Description, &s.Status, &s.RxPowerDBm,
 			&s.Index, &s.PortName, &s.Name, &s.TxPowerDBm, &s.OLTRxPowerDBm, &s.DistanceM, &s.TemperatureC, &s.VoltageV, &s.BiasMA,
-			&s.LastDownCause, &s.LastDownAt, &s.LastUpAt, &s.Model, &s.Firmware, &r.RemovedAt, &r.SeenBy, &r.RxSeenBy,
+			&s.LastDownCause, &s.LastDownAt, &s.LastUpAt, &s.Model, &s.Firmware, &r.RemovedAt,
 			&r.FirstSeen, &r.LastSeen, &r.LastExec); err != nil {
 			return nil, fmt.Errorf("scan onu_data of olt %s: %w", olt, err)
 		}
@@ -305,8 +315,7 @@ func writeONUs(ctx context.Context, tx pgx.Tx, olt string, rows map[ONUKey]*stor
 	serials, descs, statuses := make([]string, n), make([]string, n), make([]string, n)
 	rx := make([]*float64, n)
 	firstSeen, lastSeen := make([]time.Time, n), make([]time.Time, n)
-	execs, seenBy := make([]string, n), make([]string, n)
-	rxSeenBy := make([]*string, n)
+	execs := make([]string, n)
 	texts := make([][]string, len(extTextColumns()))
 	for i := range texts {
 		texts[i] = make([]string, n)
@@ -324,7 +333,7 @@ func writeONUs(ctx context.Context, tx pgx.Tx, olt string, rows map[ONUKey]*stor
 		cur := &r.State
 		pons[i], onus[i] = k.PonIndex, k.ONUID
 		serials[i], descs[i], statuses[i], rx[i] = cur.Serial, cur.Description, cur.Status, cur.RxPowerDBm
-		firstSeen[i], lastSeen[i], execs[i], seenBy[i], rxSeenBy[i] = r.FirstSeen, r.LastSeen, r.LastExec, r.SeenBy, r.RxSeenBy
+		firstSeen[i], lastSeen[i], execs[i] = r.FirstSeen, r.LastSeen, r.LastExec
 		for j, c := range extTextColumns() {
 			texts[j][i] = *c.get(cur)
 		}
@@ -337,27 +346,27 @@ func writeONUs(ctx context.Context, tx pgx.Tx, olt string, rows map[ONUKey]*stor
 		r.Dirty, r.Stored = false, true
 	}
 	// A row seen again is no longer removed (removed_at cleared).
-	_, err := tx.Exec(ctx, `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id, rx_seen_by, seen_by,
+	_, err := tx.Exec(ctx, `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id,
 		onu_index, port_name, name, last_down_cause, model, firmware,
 		tx_power_dbm, olt_rx_power_dbm, distance_m, temperature_c, voltage_v, bias_ma, last_down_at, last_up_at)
-		SELECT $1, u.pon_index, u.onu_id, u.serial, u.description, u.status, u.rx, u.first_seen, u.last_seen, u.exec, u.rx_seen_by, u.seen_by,
+		SELECT $1, u.pon_index, u.onu_id, u.serial, u.description, u.status, u.rx, u.first_seen, u.last_seen, u.exec,
 		u.onu_index, u.port_name, u.name, u.last_down_cause, u.model, u.firmware,
 		u.tx, u.olt_rx, u.distance, u.temperature, u.voltage, u.bias, u.last_down_at, u.last_up_at
-		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::timestamptz[], $9::timestamptz[], $10::text[], $11::text[], $12::text[],
-			$13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
-			$19::float8[], $20::float8[], $21::float8[], $22::float8[], $23::float8[], $24::float8[], $25::timestamptz[], $26::timestamptz[])
-			AS u(pon_index, onu_id, serial, description, status, rx, first_seen, last_seen, exec, rx_seen_by, seen_by,
+		FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::timestamptz[], $9::timestamptz[], $10::text[],
+			$11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[],
+			$17::float8[], $18::float8[], $19::float8[], $20::float8[], $21::float8[], $22::float8[], $23::timestamptz[], $24::timestamptz[])
+			AS u(pon_index, onu_id, serial, description, status, rx, first_seen, last_seen, exec,
 			onu_index, port_name, name, last_down_cause, model, firmware,
 			tx, olt_rx, distance, temperature, voltage, bias, last_down_at, last_up_at)
 		ON CONFLICT (olt_id, pon_index, onu_id) DO UPDATE SET serial = EXCLUDED.serial, description = EXCLUDED.description,
 		status = EXCLUDED.status, rx_power_dbm = EXCLUDED.rx_power_dbm, last_seen = EXCLUDED.last_seen,
-		last_execution_id = EXCLUDED.last_execution_id, rx_seen_by = EXCLUDED.rx_seen_by,
+		last_execution_id = EXCLUDED.last_execution_id,
 		onu_index = EXCLUDED.onu_index, port_name = EXCLUDED.port_name, name = EXCLUDED.name,
 		last_down_cause = EXCLUDED.last_down_cause, model = EXCLUDED.model, firmware = EXCLUDED.firmware,
 		tx_power_dbm = EXCLUDED.tx_power_dbm, olt_rx_power_dbm = EXCLUDED.olt_rx_power_dbm, distance_m = EXCLUDED.distance_m,
 		temperature_c = EXCLUDED.temperature_c, voltage_v = EXCLUDED.voltage_v, bias_ma = EXCLUDED.bias_ma,
-		last_down_at = EXCLUDED.last_down_at, last_up_at = EXCLUDED.last_up_at, removed_at = NULL, seen_by = EXCLUDED.seen_by`,
-		olt, pons, onus, serials, descs, statuses, rx, firstSeen, lastSeen, execs, rxSeenBy, seenBy,
+		last_down_at = EXCLUDED.last_down_at, last_up_at = EXCLUDED.last_up_at, removed_at = NULL`,
+		olt, pons, onus, serials, descs, statuses, rx, firstSeen, lastSeen, execs,
 		texts[0], texts[1], texts[2], texts[3], texts[4], texts[5],
 		nums[0], nums[1], nums[2], nums[3], nums[4], nums[5], times[0], times[1])
 	if err != nil {

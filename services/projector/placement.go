@@ -114,9 +114,15 @@ func readsONUTable(b streams.VarbindBatch) bool {
 // every ONU of the OLT this attempt did not read is marked removed (when)
 // and gets a "removed" change; a removed ONU seen again is present again.
 func markRemoved(ctx context.Context, tx pgx.Tx, oltID, seenBy string, at time.Time) ([]onuChange, error) {
-	rows, err := tx.Query(ctx, `UPDATE onu_data SET removed_at = $3
-		WHERE olt_id = $1 AND seen_by <> $2 AND removed_at IS NULL
-		RETURNING pon_index, onu_id, serial, description, status, rx_power_dbm, onu_index, port_name`, oltID, seenBy, at)
+	// What the attempt read is in onu_walk_seen (walkseen.go), this
+	// transaction's batches included.
+	rows, err := tx.Query(ctx, `WITH seen AS (
+			SELECT k.pon_index, k.onu_id FROM onu_walk_seen s, unnest(s.pon_index, s.onu_id) AS k(pon_index, onu_id)
+			WHERE s.olt_id = $1 AND s.attempt = $2)
+		UPDATE onu_data o SET removed_at = $3
+		WHERE o.olt_id = $1 AND o.removed_at IS NULL
+		AND NOT EXISTS (SELECT 1 FROM seen WHERE seen.pon_index = o.pon_index AND seen.onu_id = o.onu_id)
+		RETURNING o.pon_index, o.onu_id, o.serial, o.description, o.status, o.rx_power_dbm, o.onu_index, o.port_name`, oltID, seenBy, at)
 	if err != nil {
 		return nil, fmt.Errorf("mark removed onus of olt %s: %w", oltID, err)
 	}

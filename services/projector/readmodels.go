@@ -40,6 +40,8 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},
 				{Name: "execution_placement", Key: []string{"olt_id", "execution_id"}},
 				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}},
+				{Name: "onu_walk_seen", Key: []string{"olt_id", "attempt", "seq"}},
+				{Name: "onu_walks", Key: []string{"olt_id"}},
 			},
 			Scratch: []string{"onu_event_outbox", "pending_events"},
 		},

@@ -29,22 +29,26 @@ func readsRx(b streams.VarbindBatch) bool {
 
 // clearUnreadRx runs on the Last batch of a walk that read the Rx column:
 // the walk covered the whole table, so an ONU of the OLT whose Rx was not
-// read by this attempt has no optical row any more (FiberHome and V-SOL
-// omit it for an offline ONU) and its last reading must not stay next to
-// an OFFLINE status. It returns the ONUs it cleared.
+// read by this attempt (onu_walk_seen) has no optical row any more
+// (FiberHome and V-SOL omit it for an offline ONU) and its last reading
+// must not stay next to an OFFLINE status. It returns the ONUs it cleared.
 //
 // It relies on every earlier batch of the attempt being applied already:
 // the poller publishes them in order on the OLT's one subject
 // facho.varbinds.<olt>, the OLT's lease keeps attempts from interleaving,
-// and the projection consumer has MaxAckPending 1, so a batch is applied
-// only after every earlier one was committed.
+// and the projector applies each OLT's batches in stream order (one
+// holder; an OLT's batches of a group go to one worker).
 //
 // Applying it again changes nothing: the rows are NULL already (and the
 // checkpoint skips a redelivery anyway).
 func clearUnreadRx(ctx context.Context, tx pgx.Tx, oltID, seenBy string) ([]onuChange, error) {
-	rows, err := tx.Query(ctx, `UPDATE onu_data o SET rx_power_dbm = NULL
-		FROM (SELECT pon_index, onu_id, rx_power_dbm FROM onu_data
-		      WHERE olt_id = $1 AND rx_power_dbm IS NOT NULL AND rx_seen_by IS DISTINCT FROM $2 FOR UPDATE) old
+	rows, err := tx.Query(ctx, `WITH rx AS (
+			SELECT k.pon_index, k.onu_id FROM onu_walk_seen s, unnest(s.pon_index, s.onu_id, s.rx_read) AS k(pon_index, onu_id, rx_read)
+			WHERE s.olt_id = $1 AND s.attempt = $2 AND k.rx_read)
+		UPDATE onu_data o SET rx_power_dbm = NULL
+		FROM (SELECT d.pon_index, d.onu_id, d.rx_power_dbm FROM onu_data d
+		      WHERE d.olt_id = $1 AND d.rx_power_dbm IS NOT NULL
+		      AND NOT EXISTS (SELECT 1 FROM rx WHERE rx.pon_index = d.pon_index AND rx.onu_id = d.onu_id) FOR UPDATE OF d) old
 		WHERE o.olt_id = $1 AND o.pon_index = old.pon_index AND o.onu_id = old.onu_id
 		RETURNING o.pon_index, o.onu_id, o.serial, o.description, o.status, old.rx_power_dbm`, oltID, seenBy)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/facho-olt/facho/streams"
@@ -186,9 +187,16 @@ func TestRetryDoesNotInheritTheRxReadsOfTheFailedAttempt(t *testing.T) {
 		t.Errorf("onu a %+v, want OFFLINE without rx", row)
 	}
 	wantRx(t, got, 1, -21)
-	var seen string
-	if err := r.pool.QueryRow(context.Background(), `SELECT rx_seen_by FROM onu_data WHERE olt_id = 'olt-x' AND onu_id = 1`).Scan(&seen); err != nil || seen != "e1:8" {
-		t.Errorf("rx_seen_by %q (%v), want e1:8", seen, err)
+	// What each attempt read is recorded per attempt: the retry's Rx read
+	// of b, and nothing more of a's.
+	var reads []string
+	rows, err := r.pool.Query(context.Background(), `SELECT s.attempt || '/' || k.onu_id || '/' || k.rx_read
+		FROM onu_walk_seen s, unnest(s.onu_id, s.rx_read) AS k(onu_id, rx_read) WHERE s.olt_id = 'olt-x' ORDER BY 1`)
+	if err == nil {
+		reads, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if want := []string{"e1:8/0/false", "e1:8/1/true"}; err != nil || fmt.Sprint(reads) != fmt.Sprint(want) {
+		t.Errorf("onu_walk_seen %v (%v), want %v: the failed attempt's records gone, the retry's kept", reads, err, want)
 	}
 }
 

@@ -247,6 +247,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(topic, "olt:"):
 		sql = `SELECT (SELECT count(*)::text || '/' || coalesce(max(last_seen)::text, '') || '/' ||
 				(SELECT count(*) FROM onu_data WHERE olt_id = $1 AND status = 'ONLINE')::text FROM onu_data WHERE olt_id = $1)
+			|| '|' || (SELECT coalesce(max(seen_at)::text, '') FROM onu_walks WHERE olt_id = $1)
 			|| '|' || (SELECT coalesce(max(updated_at)::text, '') FROM executions WHERE olt_id = $1)
 			|| '|' || (SELECT coalesce(max(updated_at)::text, '') || coalesce(max(last_run_at)::text, '') FROM snmp_job_olts WHERE olt_id = $1)
 			|| '|' || (SELECT coalesce(max(updated_at)::text, '') FROM olts WHERE id = $1)`

@@ -370,8 +370,13 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 	if err != nil {
 		return 0, err
 	}
-	rows, err := pool.Query(ctx, `SELECT olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id
-		FROM onu_data WHERE $1 = '' OR olt_id = $1 ORDER BY olt_id, pon_index, onu_id`, olt)
+	// The row is written only when the ONU changes (issue 10): an ONU the
+	// OLT's last complete walk did not mark removed was seen by it.
+	rows, err := pool.Query(ctx, `SELECT d.olt_id, d.pon_index, d.onu_id, d.serial, d.description, d.status, d.rx_power_dbm, d.first_seen,
+		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END,
+		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END
+		FROM onu_data d LEFT JOIN onu_walks w ON w.olt_id = d.olt_id
+		WHERE $1 = '' OR d.olt_id = $1 ORDER BY d.olt_id, d.pon_index, d.onu_id`, olt)
 	if err != nil {
 		return 0, fmt.Errorf("export onu-data: %w", err)
 	}

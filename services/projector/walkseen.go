@@ -1,0 +1,96 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// An onu_data row is written only when the ONU changed, so what a walk read
+// is not marked on the rows: each transaction records, per attempt, the
+// ONU keys its batches read (onu_walk_seen), and the attempt's Last batch
+// asks those records which ONUs it did not read (markRemoved) and whose Rx
+// power it did not read (clearUnreadRx). A fleet whose ONUs do not change
+// then costs one small insert per OLT per transaction instead of one row
+// version per ONU per execution.
+
+// tracksWalk says whether a batch's attempt ends with end-of-walk checks,
+// and so whether what it read must be recorded.
+func tracksWalk(b streams.VarbindBatch) bool { return readsONUTable(b) || readsRx(b) }
+
+// attemptSeen is what one attempt's batches of a transaction read.
+type attemptSeen struct {
+	at   map[ONUKey]int // position in the arrays
+	pons []int64
+	onus []int64
+	rx   []bool
+	seq  uint64 // the last batch's stream sequence
+}
+
+// walkSeen collects, per attempt, the ONU keys a segment's batches read.
+type walkSeen map[string]*attemptSeen
+
+func (w walkSeen) add(attempt string, seq uint64, k ONUKey, rxRead bool) {
+	a := w[attempt]
+	if a == nil {
+		a = &attemptSeen{at: map[ONUKey]int{}}
+		w[attempt] = a
+	}
+	a.seq = max(a.seq, seq)
+	if i, ok := a.at[k]; ok {
+		a.rx[i] = a.rx[i] || rxRead
+		return
+	}
+	a.at[k] = len(a.pons)
+	a.pons, a.onus, a.rx = append(a.pons, k.PonIndex), append(a.onus, k.ONUID), append(a.rx, rxRead)
+}
+
+// insert records the segment's keys, one row per attempt.
+func (w walkSeen) insert(ctx context.Context, tx pgx.Tx, olt string) error {
+	attempts := make([]string, 0, len(w))
+	for a := range w {
+		attempts = append(attempts, a)
+	}
+	sort.Strings(attempts)
+	for _, at := range attempts {
+		a := w[at]
+		// ON CONFLICT: a transaction retried after a failed commit is
+		// skipped by the checkpoint; this only guards a replay of the same
+		// batches in one shadow (the keys are the same).
+		if _, err := tx.Exec(ctx, `INSERT INTO onu_walk_seen (olt_id, attempt, seq, pon_index, onu_id, rx_read)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (olt_id, attempt, seq) DO NOTHING`,
+			olt, at, int64(a.seq), a.pons, a.onus, a.rx); err != nil {
+			return fmt.Errorf("record the onus attempt %s of olt %s read: %w", at, olt, err)
+		}
+	}
+	return nil
+}
+
+// endWalk runs after a Last batch's checks: the records of attempts older
+// than this one are done with (ended, or abandoned: the OLT's lease keeps
+// attempts from overlapping, so one that recorded nothing since this
+// attempt began will never end). The attempt keeps its own until the next
+// attempt ends, so the same Last batch published again checks against the
+// whole walk and changes nothing. A complete walk of the ONU table also
+// becomes the OLT's last walk (onu_walks), which every ONU not marked
+// removed was read by.
+func endWalk(ctx context.Context, tx pgx.Tx, olt, attempt, executionID string, onuTable bool, at time.Time) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM onu_walk_seen WHERE olt_id = $1 AND attempt <> $2
+		AND seq < (SELECT min(seq) FROM onu_walk_seen WHERE olt_id = $1 AND attempt = $2)`, olt, attempt); err != nil {
+		return fmt.Errorf("end walk %s of olt %s: %w", attempt, olt, err)
+	}
+	if !onuTable {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO onu_walks (olt_id, execution_id, seen_at) VALUES ($1, $2, $3)
+		ON CONFLICT (olt_id) DO UPDATE SET execution_id = EXCLUDED.execution_id, seen_at = EXCLUDED.seen_at
+		WHERE onu_walks.seen_at <= EXCLUDED.seen_at`, olt, executionID, at); err != nil {
+		return fmt.Errorf("record the last walk of olt %s: %w", olt, err)
+	}
+	return nil
+}
