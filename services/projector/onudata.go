@@ -167,9 +167,7 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 				return nil, err
 			}
 			changes = append(changes, removed...)
-		}
-		if b.Last && tracksWalk(b) {
-			if err := endWalk(ctx, tx, olt, rxReader(b), b.ExecutionID, readsONUTable(b), b.CollectedAt.UTC()); err != nil {
+			if err := endWalk(ctx, tx, olt, b.ExecutionID, b.CollectedAt.UTC()); err != nil {
 				return nil, err
 			}
 		}

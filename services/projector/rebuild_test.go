@@ -163,7 +163,7 @@ func TestRebuildEqualsLive(t *testing.T) {
 			t.Errorf("%s: rebuild of an intact read model: identical %v swapped %v", name, rep.Identical, rep.Swapped)
 		}
 		for _, tr := range rep.Tables {
-			if tr.LiveRows != tr.ShadowRows || tr.Differing != 0 || (tr.LiveRows == 0 && tr.Name != "execution_dead_letters") {
+			if tr.LiveRows != tr.ShadowRows || tr.Differing != 0 || (tr.LiveRows == 0 && tr.Name != "execution_dead_letters" && tr.Name != "onu_walks") {
 				t.Errorf("%s: %+v", name, tr)
 			}
 		}

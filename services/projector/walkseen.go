@@ -50,19 +50,25 @@ func (w walkSeen) add(attempt string, seq uint64, k ONUKey, rxRead bool) {
 	a.pons, a.onus, a.rx = append(a.pons, k.PonIndex), append(a.onus, k.ONUID), append(a.rx, rxRead)
 }
 
-// insert records the segment's keys, one row per attempt.
+// insert records the segment's keys, one row per attempt, and deletes the
+// records of the OLT's other attempts from before: the OLT's lease keeps
+// attempts from overlapping, so when one records, every earlier one has
+// ended or was abandoned. An attempt keeps its own records until the next
+// one starts, so its Last batch published again checks against the whole
+// walk and changes nothing; records never pile up, even for an OLT whose
+// walks never complete.
 func (w walkSeen) insert(ctx context.Context, tx pgx.Tx, olt string) error {
 	attempts := make([]string, 0, len(w))
 	for a := range w {
 		attempts = append(attempts, a)
 	}
-	sort.Strings(attempts)
+	sort.Slice(attempts, func(i, j int) bool { return w[attempts[i]].seq < w[attempts[j]].seq })
 	for _, at := range attempts {
 		a := w[at]
-		// ON CONFLICT: a transaction retried after a failed commit is
-		// skipped by the checkpoint; this only guards a replay of the same
-		// batches in one shadow (the keys are the same).
-		if _, err := tx.Exec(ctx, `INSERT INTO onu_walk_seen (olt_id, attempt, seq, pon_index, onu_id, rx_read)
+		// ON CONFLICT: only a replay of the same batches (into a shadow
+		// already holding them) meets its own row; the keys are the same.
+		if _, err := tx.Exec(ctx, `WITH older AS (DELETE FROM onu_walk_seen WHERE olt_id = $1 AND attempt <> $2 AND seq < $3)
+			INSERT INTO onu_walk_seen (olt_id, attempt, seq, pon_index, onu_id, rx_read)
 			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (olt_id, attempt, seq) DO NOTHING`,
 			olt, at, int64(a.seq), a.pons, a.onus, a.rx); err != nil {
 			return fmt.Errorf("record the onus attempt %s of olt %s read: %w", at, olt, err)
@@ -71,22 +77,10 @@ func (w walkSeen) insert(ctx context.Context, tx pgx.Tx, olt string) error {
 	return nil
 }
 
-// endWalk runs after a Last batch's checks: the records of attempts older
-// than this one are done with (ended, or abandoned: the OLT's lease keeps
-// attempts from overlapping, so one that recorded nothing since this
-// attempt began will never end). The attempt keeps its own until the next
-// attempt ends, so the same Last batch published again checks against the
-// whole walk and changes nothing. A complete walk of the ONU table also
+// endWalk runs after a complete walk of the ONU table's Last batch: it
 // becomes the OLT's last walk (onu_walks), which every ONU not marked
 // removed was read by.
-func endWalk(ctx context.Context, tx pgx.Tx, olt, attempt, executionID string, onuTable bool, at time.Time) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM onu_walk_seen WHERE olt_id = $1 AND attempt <> $2
-		AND seq < (SELECT min(seq) FROM onu_walk_seen WHERE olt_id = $1 AND attempt = $2)`, olt, attempt); err != nil {
-		return fmt.Errorf("end walk %s of olt %s: %w", attempt, olt, err)
-	}
-	if !onuTable {
-		return nil
-	}
+func endWalk(ctx context.Context, tx pgx.Tx, olt, executionID string, at time.Time) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO onu_walks (olt_id, execution_id, seen_at) VALUES ($1, $2, $3)
 		ON CONFLICT (olt_id) DO UPDATE SET execution_id = EXCLUDED.execution_id, seen_at = EXCLUDED.seen_at
 		WHERE onu_walks.seen_at <= EXCLUDED.seen_at`, olt, executionID, at); err != nil {
