@@ -39,6 +39,19 @@ type Config struct {
 	// group; default 256, at most streams.ProjectionGroupMaxMessages.
 	GroupMessages int
 
+	// HistoryRetention is how long onu_history rows are kept (by their
+	// time, at): the projector holding the prune lock deletes older ones
+	// (historyprune.go). 0 keeps them forever; the binary's default
+	// (FACHO_HISTORY_RETENTION) is DefaultHistoryRetention, a year.
+	HistoryRetention time.Duration
+	// HistoryPruneEvery is how often the history is pruned; default 10m.
+	HistoryPruneEvery time.Duration
+	// HistoryPruneBatch is the most onu_history rows one delete (one
+	// transaction) removes; default 5000.
+	HistoryPruneBatch int
+
+	// clock, in tests, is the pruner's clock (time.Now when nil).
+	clock func() time.Time
 	// afterCommit, in tests, runs between a group's commit and its publish
 	// (a crash there is what pending_events is for).
 	afterCommit func()
@@ -67,7 +80,21 @@ func (c Config) WithDefaults() Config {
 	if c.GroupMessages == 0 {
 		c.GroupMessages = 256
 	}
+	if c.HistoryPruneEvery == 0 {
+		c.HistoryPruneEvery = 10 * time.Minute
+	}
+	if c.HistoryPruneBatch == 0 {
+		c.HistoryPruneBatch = 5000
+	}
 	return c
+}
+
+// now is the pruner's clock.
+func (c Config) now() time.Time {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now()
 }
 
 // Validate checks the configuration after defaults.
@@ -90,6 +117,15 @@ func (c Config) Validate() error {
 	}
 	if c.GroupMessages < 1 || c.GroupMessages > streams.ProjectionGroupMaxMessages {
 		errs = append(errs, fmt.Errorf("group messages %d: want 1..%d", c.GroupMessages, streams.ProjectionGroupMaxMessages))
+	}
+	if c.HistoryRetention < 0 || (c.HistoryRetention > 0 && c.HistoryRetention < time.Hour) {
+		errs = append(errs, fmt.Errorf("history retention (FACHO_HISTORY_RETENTION, -history-retention) %s: want 0 (keep forever) or at least 1h", c.HistoryRetention))
+	}
+	if c.HistoryPruneEvery < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("history prune every %s: want at least 100ms", c.HistoryPruneEvery))
+	}
+	if c.HistoryPruneBatch < 1 || c.HistoryPruneBatch > 1000000 {
+		errs = append(errs, fmt.Errorf("history prune batch %d: want 1..1000000", c.HistoryPruneBatch))
 	}
 	return errors.Join(errs...)
 }

@@ -75,6 +75,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(ctx) })
 	g.Go(func() error { return p.runVarbinds(ctx) })
+	g.Go(func() error { return p.runHistoryPrune(ctx, deps.Registry) })
 	p.log.Info().Msg("projector running")
 	if err := g.Wait(); err != nil {
 		return fmt.Errorf("projector: %w", err)

@@ -44,6 +44,11 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 				{Name: "onu_walks", Key: []string{"olt_id"}},
 			},
 			Scratch: []string{"onu_event_outbox", "pending_events"},
+			// The shadow's onu_history is pruned as the live pruner prunes
+			// it (cfg.HistoryRetention; 0: nothing). No Window: onu_data is
+			// every ONU's latest state, which a stream that lost old
+			// messages lacks for ONUs not polled since.
+			Prune: pruneHistoryShadow(cfg.HistoryRetention, cfg.now),
 		},
 		{
 			Name:        ReadModelExecutions,

@@ -76,6 +76,9 @@ type Config struct {
 	Fleet oltsim.FleetConfig
 }
 
+// DevHistoryRetention is how long `facho dev` keeps onu_history rows.
+const DevHistoryRetention = 24 * time.Hour
+
 // WithDefaults fills zero fields.
 func (c Config) WithDefaults() Config {
 	if c.DataDir == "" {
@@ -95,6 +98,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Pollers == 0 {
 		c.Pollers = 2
+	}
+	if c.Projector.HistoryRetention == 0 {
+		// A laptop's disk stays bounded: onu_history is kept as long as
+		// the dev streams keep the events (24h), not the production year
+		// (0 here is "unset", not "forever").
+		c.Projector.HistoryRetention = DevHistoryRetention
 	}
 	if c.Auditor.LogFile == "" {
 		c.Auditor.LogFile = filepath.Join(c.DataDir, "logs", "coordinator", "main.log")

@@ -18,6 +18,11 @@ func TestCheckConfig(t *testing.T) {
 		{"data dir", []string{"x", "-check-config", "-pg-data-dir", "/tmp/pg"}, nil, true},
 		{"no database", []string{"x", "-check-config"}, nil, false},
 		{"bad fetch wait", []string{"x", "-check-config", "-fetch-wait", "1ns"}, map[string]string{"DATABASE_URL": "postgres://u@h/db"}, false},
+		{"history retention forever", []string{"x", "-check-config", "-history-retention", "0"}, map[string]string{"DATABASE_URL": "postgres://u@h/db"}, true},
+		{"history retention from env", []string{"x", "-check-config"}, map[string]string{"DATABASE_URL": "postgres://u@h/db", "FACHO_HISTORY_RETENTION": "720h"}, true},
+		{"negative history retention", []string{"x", "-check-config", "-history-retention", "-1h"}, map[string]string{"DATABASE_URL": "postgres://u@h/db"}, false},
+		{"negative history retention env", []string{"x", "-check-config"}, map[string]string{"DATABASE_URL": "postgres://u@h/db", "FACHO_HISTORY_RETENTION": "-24h"}, false},
+		{"malformed history retention env", []string{"x", "-check-config"}, map[string]string{"DATABASE_URL": "postgres://u@h/db", "FACHO_HISTORY_RETENTION": "a year"}, false},
 		{"bad log level", []string{"x", "-check-config", "-log-level", "loud"}, map[string]string{"DATABASE_URL": "postgres://u@h/db"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

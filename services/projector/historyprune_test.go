@@ -1,0 +1,278 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/streams"
+)
+
+// insertHistory writes n history rows of ONU onu at at (stream_seq from
+// seq on).
+func (r *rig) insertHistory(onu int64, at time.Time, seq, n int) {
+	r.t.Helper()
+	for i := range n {
+		if _, err := r.pool.Exec(context.Background(), `INSERT INTO onu_history (olt_id, pon_index, onu_id, field, old_value, new_value, at, execution_id, stream_seq)
+			VALUES ('olt-p', 1, $1, 'rx_power_dbm', '-20', '-21', $2, 'e', $3)`, onu, at, seq+i); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// historyAts returns the times of the history rows, oldest first, and how
+// many there are.
+func (r *rig) historyAts() []time.Time {
+	r.t.Helper()
+	rows, err := r.pool.Query(context.Background(), `SELECT at FROM onu_history ORDER BY at, stream_seq`)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []time.Time
+	for rows.Next() {
+		var at time.Time
+		if err := rows.Scan(&at); err != nil {
+			r.t.Fatal(err)
+		}
+		out = append(out, at.UTC())
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+func (r *rig) countHistoryBefore(before time.Time) int {
+	r.t.Helper()
+	var n int
+	if err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM onu_history WHERE at < $1`, before).Scan(&n); err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// runProjector runs a second projector on the rig's database and streams,
+// with a registry of its own.
+func (r *rig) runProjector(cfg Config, reg *prometheus.Registry) (stop func()) {
+	r.t.Helper()
+	cfg.NackDelay, cfg.FetchWait = 100*time.Millisecond, 100*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- Run(ctx, cfg, Deps{JS: r.js, DB: r.pool, Log: zerolog.Nop(), Registry: reg}) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-errc; err != nil {
+			r.t.Errorf("Run: %v", err)
+		}
+	}
+	r.t.Cleanup(stop)
+	return stop
+}
+
+// gaugeOf is the value of the gauge or counter name (-1: not registered).
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			m := mf.GetMetric()[0]
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return -1
+}
+
+// Rows older than the retention are deleted, in batches, by the one
+// projector holding the prune lock; newer rows (and one exactly at the
+// limit) are kept; a standby projector takes over when the holder stops
+// and prunes what became too old meanwhile. The metric counts the rows.
+func TestHistoryPrunedOlderThanRetention(t *testing.T) {
+	r := newRig(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	const retention = 24 * time.Hour
+	limit := now.Add(-retention)
+	r.insertHistory(1, now.Add(-400*24*time.Hour), 1, 9) // a year and more
+	r.insertHistory(2, limit.Add(-time.Second), 100, 14) // just too old
+	r.insertHistory(3, limit, 200, 2)                    // exactly at the limit: kept
+	r.insertHistory(4, now.Add(-time.Hour), 300, 3)      // recent
+	r.insertHistory(5, now.Add(time.Minute), 400, 1)     // a clock ahead
+	cfg := Config{HistoryRetention: retention, HistoryPruneEvery: 100 * time.Millisecond, HistoryPruneBatch: 5,
+		clock: func() time.Time { return now }}
+	stop1 := r.startWith(cfg)
+	r.eventually("rows older than the retention pruned", func() bool { return r.countHistoryBefore(limit) == 0 })
+
+	var want []time.Time
+	for range 2 {
+		want = append(want, limit)
+	}
+	for range 3 {
+		want = append(want, now.Add(-time.Hour))
+	}
+	want = append(want, now.Add(time.Minute))
+	if got := r.historyAts(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("history left\n got %v\nwant %v", got, want)
+	}
+	if got := gaugeOf(t, r.reg, "facho_projector_history_pruned_rows_total"); got != 23 {
+		t.Errorf("pruned rows total %v, want 23", got)
+	}
+	if got := gaugeOf(t, r.reg, "facho_projector_history_prune_leader"); got != 1 {
+		t.Errorf("leader gauge %v, want 1", got)
+	}
+
+	// A second projector stands by while the first holds the lock.
+	reg2 := prometheus.NewRegistry()
+	stop2 := r.runProjector(cfg, reg2)
+	defer stop2()
+	r.eventually("second projector registered", func() bool { return gaugeOf(t, reg2, "facho_projector_history_prune_leader") == 0 })
+	// The first stops (its session lock goes with it): the second leads
+	// and prunes what is too old now.
+	stop1()
+	r.insertHistory(6, now.Add(-48*time.Hour), 500, 7)
+	r.eventually("standby leads and prunes", func() bool {
+		return gaugeOf(t, reg2, "facho_projector_history_prune_leader") == 1 && r.countHistoryBefore(limit) == 0
+	})
+	if got := gaugeOf(t, reg2, "facho_projector_history_pruned_rows_total"); got != 7 {
+		t.Errorf("second projector pruned %v rows, want 7", got)
+	}
+	if got := len(r.historyAts()); got != len(want) {
+		t.Errorf("%d rows left, want %d", got, len(want))
+	}
+}
+
+// pruneHistory deletes in statements of at most batch rows until none is
+// older than before.
+func TestPruneHistoryBatches(t *testing.T) {
+	r := newRig(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	r.insertHistory(1, now.Add(-2*time.Hour), 1, 12)
+	r.insertHistory(2, now, 100, 1)
+	n, batches, err := pruneHistory(context.Background(), r.pool, now.Add(-time.Hour), 5)
+	if err != nil || n != 12 || batches != 3 {
+		t.Fatalf("pruned %d rows in %d statements (%v), want 12 in 3", n, batches, err)
+	}
+	n, batches, err = pruneHistory(context.Background(), r.pool, now.Add(-time.Hour), 4)
+	if err != nil || n != 0 || batches != 1 {
+		t.Fatalf("second pass: %d rows in %d statements (%v), want 0 in 1", n, batches, err)
+	}
+	if got := r.historyAts(); len(got) != 1 || !got[0].Equal(now) {
+		t.Fatalf("left %v", got)
+	}
+}
+
+// Retention 0 keeps the history forever: nothing is pruned, no lock is
+// taken, and the rebuild prunes nothing either.
+func TestHistoryRetentionZeroKeepsForever(t *testing.T) {
+	r := newRig(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	r.insertHistory(1, now.Add(-10*365*24*time.Hour), 1, 3)
+	r.startWith(Config{HistoryPruneEvery: 100 * time.Millisecond})
+	r.eventually("projector metrics registered", func() bool { return gaugeOf(t, r.reg, "facho_projector_varbind_leader") == 1 })
+	if got := gaugeOf(t, r.reg, "facho_projector_history_prune_leader"); got != -1 {
+		t.Errorf("prune leader gauge %v with retention 0, want none", got)
+	}
+	if got := len(r.historyAts()); got != 3 {
+		t.Errorf("%d rows left, want 3", got)
+	}
+	models, err := ReadModels(Config{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range models {
+		if m.Prune != nil {
+			t.Errorf("read model %s prunes with retention 0", m.Name)
+		}
+	}
+}
+
+// A rebuild of onu_data prunes its shadow's onu_history as the live
+// pruner prunes the live one: with the same retention the rebuild is
+// identical; without it the rebuild would bring the pruned rows back.
+func TestRebuildPrunesHistoryAsLive(t *testing.T) {
+	r := newRig(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	const retention = 24 * time.Hour
+	r.startWith(Config{HistoryRetention: retention, HistoryPruneEvery: 100 * time.Millisecond, clock: clock})
+	o := huaweiONU{id: 3, serial: 0xBEEF, desc: "casa 3", online: true, rx: -1900}
+	r.publish(streams.SubjectVarbinds("olt-r"), batch("olt-r", "old", 1, now.Add(-48*time.Hour), o)) // discovered 2 days ago
+	o.rx = -2900
+	last := r.publish(streams.SubjectVarbinds("olt-r"), batch("olt-r", "new", 1, now.Add(-time.Hour), o)) // power drop an hour ago
+	r.waitCheckpoint(streams.ConsumerProjectorVarbinds, last)
+	r.eventually("discovery rows pruned", func() bool { return r.countHistoryBefore(now.Add(-retention)) == 0 })
+	if got := r.historyAts(); len(got) != 1 || !got[0].Equal(now.Add(-time.Hour)) {
+		t.Fatalf("live history %v, want the power drop only", got)
+	}
+
+	rebuild := func(cfg Config) replay.Report {
+		t.Helper()
+		models, err := ReadModels(cfg, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range models {
+			if m.Name == ReadModelONUData {
+				rep, err := replay.Rebuild(context.Background(), r.js, r.pool, m, replay.RebuildOptions{DryRun: true, Log: zerolog.Nop()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rep
+			}
+		}
+		t.Fatal("no onu_data read model")
+		return replay.Report{}
+	}
+	if rep := rebuild(Config{HistoryRetention: retention, clock: clock}); !rep.Identical {
+		t.Errorf("rebuild with the live retention differs: %+v", rep.Tables)
+	}
+	rep := rebuild(Config{})
+	var hist string
+	for _, tr := range rep.Tables {
+		if tr.Name == "onu_history" {
+			hist = fmt.Sprintf("%d live, %d rebuilt", tr.LiveRows, tr.ShadowRows)
+		}
+	}
+	// The discovery's 6 first-reading rows come back.
+	if rep.Identical || hist != "1 live, 7 rebuilt" {
+		t.Errorf("rebuild keeping history forever: identical %v, onu_history %s; want the pruned rows back", rep.Identical, hist)
+	}
+}
+
+// A negative retention (or one under an hour) is refused, naming the
+// setting; 0 keeps forever.
+func TestHistoryRetentionValidated(t *testing.T) {
+	for _, tc := range []struct {
+		retention time.Duration
+		ok        bool
+	}{
+		{0, true}, {time.Hour, true}, {DefaultHistoryRetention, true}, {-time.Hour, false}, {30 * time.Minute, false},
+	} {
+		err := Config{HistoryRetention: tc.retention}.WithDefaults().Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("retention %s: %v, want ok=%v", tc.retention, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "FACHO_HISTORY_RETENTION") {
+			t.Errorf("retention %s: error %q does not name FACHO_HISTORY_RETENTION", tc.retention, err)
+		}
+	}
+	if err := (Config{HistoryPruneBatch: -1}).WithDefaults().Validate(); err == nil {
+		t.Error("negative prune batch accepted")
+	}
+}
