@@ -244,8 +244,61 @@ type ParsedIndex struct {
 	PortName string
 }
 
-// Parse reads a row index (dotted arcs after the column OID).
+// Parse reads a row index (dotted arcs after the column OID). To parse
+// many, take a Parser once.
 func (s IndexSpec) Parse(suffix string) (ParsedIndex, error) {
+	return s.Parser().Parse(suffix)
+}
+
+// IndexParser is an IndexSpec with its references and port name template
+// read once: the projector parses a row index per ONU row.
+type IndexParser struct {
+	s        IndexSpec
+	pon, onu []refTerm
+	port     []templPiece
+}
+
+// refTerm is one term of a reference: its text and refRE's submatches (nil:
+// not a reference).
+type refTerm struct {
+	ref string
+	m   []string
+}
+
+// templPiece is a literal of the port name template, or a {name} in it.
+type templPiece struct {
+	text   string
+	isName bool
+}
+
+// Parser reads s's references and template for Parse.
+func (s IndexSpec) Parser() *IndexParser {
+	terms := func(ref string) []refTerm {
+		var out []refTerm
+		for _, t := range strings.Split(ref, "+") {
+			t = strings.TrimSpace(t)
+			out = append(out, refTerm{ref: t, m: refRE.FindStringSubmatch(t)})
+		}
+		return out
+	}
+	p := &IndexParser{s: s, pon: terms(s.PonIndex), onu: terms(s.ONUID)}
+	at := 0
+	for _, loc := range templRE.FindAllStringIndex(s.PortName, -1) {
+		if loc[0] > at {
+			p.port = append(p.port, templPiece{text: s.PortName[at:loc[0]]})
+		}
+		p.port = append(p.port, templPiece{text: s.PortName[loc[0]+1 : loc[1]-1], isName: true})
+		at = loc[1]
+	}
+	if at < len(s.PortName) {
+		p.port = append(p.port, templPiece{text: s.PortName[at:]})
+	}
+	return p
+}
+
+// Parse reads a row index (dotted arcs after the column OID).
+func (ip *IndexParser) Parse(suffix string) (ParsedIndex, error) {
+	s := ip.s
 	arcs := strings.Split(suffix, ".")
 	ints := map[string]int64{}
 	strs := map[string]string{}
@@ -332,22 +385,29 @@ func (s IndexSpec) Parse(suffix string) (ParsedIndex, error) {
 			return ParsedIndex{}, fmt.Errorf("index %q: %d arcs left over", suffix, len(arcs)-at)
 		}
 	}
-	pon, err := s.eval(s.PonIndex, ints, strs)
+	pon, err := s.eval(ip.pon, ints, strs)
 	if err != nil {
 		return ParsedIndex{}, fmt.Errorf("index %q: pon_index: %w", suffix, err)
 	}
-	onu, err := s.eval(s.ONUID, ints, strs)
+	onu, err := s.eval(ip.onu, ints, strs)
 	if err != nil {
 		return ParsedIndex{}, fmt.Errorf("index %q: onu_id: %w", suffix, err)
 	}
-	name := templRE.ReplaceAllStringFunc(s.PortName, func(m string) string { return texts[m[1:len(m)-1]] })
-	return ParsedIndex{PonIndex: pon, ONUID: onu, Index: strings.Join(arcs[:used], "."), PortName: name}, nil
+	var name strings.Builder
+	for _, p := range ip.port {
+		if p.isName {
+			name.WriteString(texts[p.text])
+		} else {
+			name.WriteString(p.text)
+		}
+	}
+	return ParsedIndex{PonIndex: pon, ONUID: onu, Index: strings.Join(arcs[:used], "."), PortName: name.String()}, nil
 }
 
-func (s IndexSpec) eval(ref string, ints map[string]int64, strs map[string]string) (int64, error) {
+func (s IndexSpec) eval(terms []refTerm, ints map[string]int64, strs map[string]string) (int64, error) {
 	var sum int64
-	for _, t := range strings.Split(ref, "+") {
-		v, err := s.evalTerm(strings.TrimSpace(t), ints, strs)
+	for _, t := range terms {
+		v, err := s.evalTerm(t.ref, t.m, ints, strs)
 		if err != nil {
 			return 0, err
 		}
@@ -356,8 +416,7 @@ func (s IndexSpec) eval(ref string, ints map[string]int64, strs map[string]strin
 	return sum, nil
 }
 
-func (s IndexSpec) evalTerm(ref string, ints map[string]int64, strs map[string]string) (int64, error) {
-	m := refRE.FindStringSubmatch(ref)
+func (s IndexSpec) evalTerm(ref string, m []string, ints map[string]int64, strs map[string]string) (int64, error) {
 	switch {
 	case m == nil:
 		return 0, fmt.Errorf("bad reference %q", ref)

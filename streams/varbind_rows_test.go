@@ -2,6 +2,7 @@ package streams
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -69,5 +70,29 @@ func TestVarbindBatchVersions(t *testing.T) {
 	good.Rows = []VarbindRow{{Index: "1", Values: []RowValue{{Column: 0, Type: VTInteger, Value: "1"}}}}
 	if all := good.AllVarbinds(); len(all) != 1 || all[0].OID != "1.3.6.1" {
 		t.Fatalf("AllVarbinds = %+v", all)
+	}
+}
+
+// The one-pass row reader and encoding/json read every row alike: rows as
+// AppendVarbindRow writes them take the fast path, the rest fall back.
+func TestVarbindRowFastPathEqualsEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`["4194304000.1",0,"o","48 57 54 43"]`,
+		`["4194304000.1",0,"o","48 57 54 43",1,"s","cliente 1",2,"i","1",3,"i","-2000"]`,
+		`["1.2",12,"u","7"]`,
+		`["1.2",0,"s","caf\u00e9 \"x\""]`,              // escapes: encoding/json
+		`[ "1.2" , 0 , "s" , "spaces" ]`,               // whitespace: encoding/json
+		`["1.2",00,"s","x"]`,                           // not a JSON number
+		`["1.2",1.0,"s","x"]`,                          // not an int
+		`["1.2"]`,                                      // no values
+		`["1.2",0,"s"]`,                                // short
+		`["1.2",0,"Counter64","18446744073709551615"]`, // a type without a code
+	} {
+		var fast, slow VarbindRow
+		ferr := json.Unmarshal([]byte(in), &fast)
+		serr := slow.unmarshalSlow([]byte(in))
+		if (ferr == nil) != (serr == nil) || fmt.Sprint(fast) != fmt.Sprint(slow) {
+			t.Errorf("%s: UnmarshalJSON %+v (%v), encoding/json %+v (%v)", in, fast, ferr, slow, serr)
+		}
 	}
 }

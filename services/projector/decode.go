@@ -96,6 +96,7 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 	if err != nil {
 		return Decoded{}, fmt.Errorf("%w: %v", streams.ErrMalformed, err)
 	}
+	schemeParser := scheme.Parser()
 	cols := make([]column, 0, len(b.Columns))
 	for _, c := range b.Columns {
 		if err := c.Decoder.Validate(); err != nil {
@@ -105,31 +106,103 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 		if prefix == "" {
 			return Decoded{}, fmt.Errorf("%w: column %s without oid", streams.ErrMalformed, c.ID)
 		}
-		col := column{prefix: prefix + ".", spec: c, index: scheme, primary: true}
+		col := column{prefix: prefix + ".", pos: len(cols), spec: c, parser: schemeParser, primary: true}
 		if c.Index != nil {
 			if err := c.Index.Validate(); err != nil {
 				return Decoded{}, fmt.Errorf("%w: column %s: %v", streams.ErrMalformed, c.OID, err)
 			}
-			col.index, col.primary = *c.Index, false
+			col.parser, col.primary, col.specID = c.Index.Parser(), false, 1+col.pos
 		}
 		cols = append(cols, col)
 	}
 	// Longest prefix first, so a column nested in another wins.
 	sort.Slice(cols, func(i, j int) bool { return len(cols[i].prefix) > len(cols[j].prefix) })
+	for i := range cols {
+		for j := range cols {
+			if i != j && strings.HasPrefix(cols[j].prefix, cols[i].prefix) { // longer, or the same
+				cols[i].shadowed = true
+			}
+		}
+	}
 
 	d := Decoded{ONUs: map[ONUKey]*ONUFields{}, Skipped: map[string]int{}}
-	for _, vb := range b.AllVarbinds() {
+	// A row's values share its index: each index spec parses it once.
+	type memoKey struct {
+		spec   int
+		suffix string
+	}
+	parsed := map[memoKey]parsedIndex{}
+	parse := func(col *column, suffix string) parsedIndex {
+		k := memoKey{col.specID, suffix}
+		if p, ok := parsed[k]; ok {
+			return p
+		}
+		pi, err := col.parser.Parse(suffix)
+		p := parsedIndex{pi, err}
+		parsed[k] = p
+		return p
+	}
+	place := func(col *column, suffix string, vb streams.Varbind) {
+		p := parse(col, suffix)
+		if p.err != nil {
+			d.Skipped[SkipBadIndex]++
+			return
+		}
+		d.place(col, p.ParsedIndex, vb)
+	}
+	for _, vb := range b.Varbinds {
 		oid := strings.TrimPrefix(vb.OID, ".")
-		col, suffix, ok := match(cols, oid)
+		i, suffix, ok := match(cols, oid)
 		if !ok {
 			d.Skipped[SkipUnknownColumn]++
 			continue
 		}
-		pi, err := col.index.Parse(suffix)
-		if err != nil {
-			d.Skipped[SkipBadIndex]++
-			continue
+		place(&cols[i], suffix, vb)
+	}
+	// A row names its values' columns: no prefix to match, unless a
+	// column's OID is a prefix of another's (then the longest match wins,
+	// as for a raw varbind).
+	byPos := make([]int, len(b.Columns))
+	for i := range byPos {
+		byPos[i] = -1
+	}
+	for i := range cols {
+		if !cols[i].shadowed {
+			byPos[cols[i].pos] = i
 		}
+	}
+	for _, r := range b.Rows {
+		for _, v := range r.Values {
+			vb := streams.Varbind{Type: v.Type, Value: v.Value}
+			if v.Column >= 0 && v.Column < len(byPos) && byPos[v.Column] >= 0 {
+				place(&cols[byPos[v.Column]], r.Index, vb)
+				continue
+			}
+			oid := ""
+			if v.Column >= 0 && v.Column < len(b.Columns) {
+				oid = strings.Trim(b.Columns[v.Column].OID, ".") + "." + r.Index
+			}
+			i, suffix, ok := match(cols, oid)
+			if !ok {
+				d.Skipped[SkipUnknownColumn]++
+				continue
+			}
+			vb.OID = oid
+			place(&cols[i], suffix, vb)
+		}
+	}
+	return d, nil
+}
+
+// parsedIndex is a row index read through an index spec, or why not.
+type parsedIndex struct {
+	streams.ParsedIndex
+	err error
+}
+
+// place decodes one varbind of col into the fields of its ONU.
+func (d *Decoded) place(col *column, pi streams.ParsedIndex, vb streams.Varbind) {
+	{
 		key := ONUKey{PonIndex: pi.PonIndex, ONUID: pi.ONUID}
 		val, err := DecodeValue(col.spec.Decoder, vb)
 		if errors.Is(err, errNoValue) && vb.Type == streams.VTNoSuchInstance && col.spec.Field == streams.FieldRxPower {
@@ -141,15 +214,15 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 				d.ONUs[key] = f
 			}
 			f.RxPowerSet, f.RxPowerDBm, f.RxGone = true, nil, true
-			continue
+			return
 		}
 		if errors.Is(err, errNoValue) {
 			d.Skipped[SkipNoValue]++
-			continue
+			return
 		}
 		if err != nil {
 			d.Skipped[SkipUndecodable]++
-			continue
+			return
 		}
 		f := d.ONUs[key]
 		if f == nil {
@@ -157,32 +230,35 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 		}
 		if !f.set(col.spec.Field, val) {
 			d.Skipped[SkipUnknownField]++
-			continue
+			return
 		}
 		if col.primary && f.Index == "" {
 			f.Index, f.PortName = pi.Index, pgText(pi.PortName)
 		}
 		d.ONUs[key] = f
 	}
-	return d, nil
 }
 
 type column struct {
 	prefix string // oid + "."
-	spec   streams.OIDSpec
-	index  streams.IndexSpec
+	pos    int    // in the batch's Columns
+	// shadowed: another column's OID starts with this one's.
+	shadowed bool
+	specID   int // 0: the batch's scheme (primary), else 1 + pos
+	spec     streams.OIDSpec
+	parser   *streams.IndexParser
 	// primary: the column is indexed by the batch's scheme (not its own),
 	// so its row index is the ONU's.
 	primary bool
 }
 
-func match(cols []column, oid string) (column, string, bool) {
-	for _, c := range cols {
+func match(cols []column, oid string) (int, string, bool) {
+	for i, c := range cols {
 		if strings.HasPrefix(oid, c.prefix) {
-			return c, oid[len(c.prefix):], true
+			return i, oid[len(c.prefix):], true
 		}
 	}
-	return column{}, "", false
+	return -1, "", false
 }
 
 // ParseIndex turns a row index (the OID suffix after the column) into an
