@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/facho-olt/facho/pkg/jsrouter"
 )
 
 // ReadModel is what a service declares about one of its read models so
@@ -53,6 +55,25 @@ type Source struct {
 	// rebuild may apply them in parallel transactions (each partition in
 	// stream order). Nil: one transaction at a time.
 	Partition func(subject string) string
+	// ApplyBatch, when set, is how a rebuild applies a run of the
+	// source's messages (stream order, one partition's when Partition is
+	// set) in tx: set-based, a few statements for the whole run where the
+	// live path runs a few per message. It must leave the tables exactly
+	// as applying each message's Decode(m).Apply in order would (the
+	// rebuild's own tests compare both on 100k events), including what
+	// is malformed (counted, skipped) or ignored. An error that is
+	// Permanent makes the rebuild apply the run again message by message
+	// (one savepoint each: the refused one is skipped). Nil: message by
+	// message, always.
+	ApplyBatch BatchApplier
+}
+
+// BatchApplier applies msgs in tx; see Source.ApplyBatch.
+type BatchApplier func(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (BatchResult, error)
+
+// BatchResult counts what a BatchApplier did with its messages.
+type BatchResult struct {
+	Applied, Ignored, Malformed int
 }
 
 // SubjectToken returns a Partition by the subject's token i (0-based),

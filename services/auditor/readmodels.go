@@ -2,6 +2,9 @@ package auditor
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/facho-olt/facho/pkg/jsrouter"
 	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/streams"
 )
@@ -39,8 +43,10 @@ func ReadModels(cfg Config, log zerolog.Logger, now func() time.Time) ([]project
 		Description: "coordinator logs, from execution lifecycle and audit events",
 		Sources: []projection.Source{
 			// Inserts only, one row per message: any partition will do.
-			{Stream: streams.StreamExec, Consumer: streams.ConsumerAuditorExec, Decode: projection.SubjectChecked(a.decoder(fromExec)), Partition: projection.SubjectToken(2)},
-			{Stream: streams.StreamAudit, Consumer: streams.ConsumerAuditorAudit, Decode: projection.SubjectChecked(a.decoder(fromAudit)), Partition: projection.SubjectToken(2)},
+			{Stream: streams.StreamExec, Consumer: streams.ConsumerAuditorExec, Decode: projection.SubjectChecked(a.decoder(fromExec)), Partition: projection.SubjectToken(2),
+				ApplyBatch: a.logBatch(fromExec)},
+			{Stream: streams.StreamAudit, Consumer: streams.ConsumerAuditorAudit, Decode: projection.SubjectChecked(a.decoder(fromAudit)), Partition: projection.SubjectToken(2),
+				ApplyBatch: a.logBatch(fromAudit)},
 			// QUOTA_VIOLATION rows, from the quota violation notifications.
 			{Stream: streams.StreamNotify, Consumer: streams.ConsumerAuditorNotifyLog, Decode: projection.SubjectChecked(a.violationLogDecoder)},
 		},
@@ -56,4 +62,48 @@ func ReadModels(cfg Config, log zerolog.Logger, now func() time.Time) ([]project
 			return err
 		},
 	}}, a.quotaReadModels()...), nil
+}
+
+// logBatch is the set-based form of SubjectChecked(a.decoder(toEntry))
+// for a rebuild (projection.Source.ApplyBatch): the same entries, ignored
+// and malformed messages, inserted with one statement (insertMany).
+func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error)) projection.BatchApplier {
+	return func(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
+		var res projection.BatchResult
+		entries := make([]Entry, 0, len(msgs))
+		details := make([][]byte, 0, len(msgs))
+		for _, m := range msgs {
+			env, err := streams.DecodeEnvelope(m.Data)
+			if err == nil {
+				err = streams.CheckSubject(m.Subject, env)
+			}
+			if err != nil {
+				if !errors.Is(err, streams.ErrMalformed) {
+					return res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
+				}
+				res.Malformed++
+				continue
+			}
+			e, err := toEntry(env)
+			var skip errSkip
+			switch {
+			case errors.As(err, &skip):
+				res.Ignored++
+				continue
+			case err != nil:
+				res.Malformed++
+				continue
+			}
+			e.SourceStream, e.SourceSeq = m.Stream, m.Seq
+			e = sanitize(e)
+			d, err := json.Marshal(e.Details)
+			if err != nil {
+				res.Malformed++
+				continue
+			}
+			entries, details = append(entries, e), append(details, d)
+		}
+		res.Applied = len(entries)
+		return res, insertMany(ctx, tx, entries, details)
+	}
 }

@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -109,6 +110,11 @@ func decodeExecEvent(data []byte) (execEvent, error) {
 	if err != nil {
 		return execEvent{}, err
 	}
+	return decodeExecEnv(env)
+}
+
+// decodeExecEnv is decodeExecEvent of an envelope already decoded.
+func decodeExecEnv(env streams.Envelope) (execEvent, error) {
 	if env.Version != 1 {
 		return execEvent{}, fmt.Errorf("%w: %s version %d not supported", streams.ErrMalformed, env.Type, env.Version)
 	}
@@ -318,4 +324,367 @@ func forward(curAttempt int, curStatus string, attempt int, status string) bool 
 		return status == curStatus
 	}
 	return r >= cr
+}
+
+// The set-based form of the executions projection, for a rebuild
+// (projection.Source.ApplyBatch): the rows a run of messages touches are
+// read once, each event is applied to them in memory, in stream order, by
+// the rules of the per-message statements above (decodeNodeDue,
+// applyExecEvent, applySkipped, interruptAttempt, recordGetResult), and
+// each changed row is written once, one statement per table. A change to
+// those statements needs the same change here:
+// TestRebuildBatchEqualsPerMessage rebuilds 100k events both ways and
+// compares them row for row.
+
+// applyNodeDueBatch is decodeNodeDue's Apply for a run of messages: the
+// same upsert, once per execution, of the run's NodeDue folded the way
+// the statement folds them one after the other (scheduled_at: the first
+// set; the queue fields: the last; job and OLT: the first, on insert).
+func (p *projector) applyNodeDueBatch(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
+	var res projection.BatchResult
+	type due struct {
+		id, job, olt, node, kind string
+		prio                     int
+		delay                    float64
+		sched                    *time.Time
+	}
+	idx := map[string]int{}
+	var rows []due
+	for _, m := range msgs {
+		_, n, err := streams.DecodeOn[streams.NodeDue](m.Subject, m.Data)
+		if err != nil {
+			if !errors.Is(err, streams.ErrMalformed) {
+				return res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
+			}
+			res.Malformed++
+			continue
+		}
+		res.Applied++
+		var sched *time.Time
+		if !n.ScheduledAt.IsZero() {
+			sched = &n.ScheduledAt
+		}
+		i, ok := idx[n.ExecutionID]
+		if !ok {
+			idx[n.ExecutionID] = len(rows)
+			rows = append(rows, due{id: n.ExecutionID, job: n.JobID, olt: n.OLTID, sched: sched})
+			i = len(rows) - 1
+		}
+		d := &rows[i]
+		if d.sched == nil {
+			d.sched = sched
+		}
+		d.node, d.kind, d.prio, d.delay = n.NodeID, n.Kind, n.Priority, n.DelaySeconds
+	}
+	if len(rows) == 0 {
+		return res, nil
+	}
+	var (
+		ids, jobs, olts, nodes, kinds = make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
+		prios                         = make([]int32, len(rows))
+		delays                        = make([]float64, len(rows))
+		scheds                        = make([]*time.Time, len(rows))
+	)
+	for i, d := range rows {
+		ids[i], jobs[i], olts[i], nodes[i], kinds[i], prios[i], delays[i], scheds[i] = d.id, d.job, d.olt, d.node, d.kind, int32(d.prio), d.delay, d.sched
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, scheduled_at, node_id, kind, priority, delay_seconds, updated_at)
+		SELECT u.id, u.job, u.olt, 'PENDING', u.sched, u.node, u.kind, u.prio, u.delay, now()
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::int4[], $8::float8[]) AS u(id, job, olt, sched, node, kind, prio, delay)
+		ON CONFLICT (id) DO UPDATE SET scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
+		node_id = EXCLUDED.node_id, kind = EXCLUDED.kind, priority = EXCLUDED.priority, delay_seconds = EXCLUDED.delay_seconds`,
+		ids, jobs, olts, scheds, nodes, kinds, prios, delays)
+	if err != nil {
+		return res, fmt.Errorf("record %d pending executions: %w", len(rows), err)
+	}
+	return res, nil
+}
+
+// memExec is an executions row in memory.
+type memExec struct {
+	JobID, OLTID, Status, PollerID, Error, NodeID, Kind string
+	Attempt, Varbinds, Priority, DeadLettered           int
+	ONUs, FailedONUs, FailedVarbinds                    int
+	LeaseRevision                                       int64
+	ScheduledAt, StartedAt, FinishedAt                  *time.Time
+	DurationMS                                          *int64
+	DelaySeconds                                        float64
+	ONUFailures                                         *string
+	dirty                                               bool
+}
+
+type attemptKey struct {
+	ID      string
+	Attempt int
+}
+
+// memAttempt is an execution_attempts row in memory.
+type memAttempt struct {
+	PollerID, Status, Error string
+	StartedAt, FinishedAt   *time.Time
+	LeaseRevision           int64
+	DurationMS              *int64
+	dirty                   bool
+}
+
+// execState is what a run of execution events reads and writes.
+type execState struct {
+	rows        map[string]*memExec
+	attempts    map[attemptKey]*memAttempt
+	deadLetters map[string]int
+}
+
+// applyExecBatch is decodeExec's Apply for a run of messages.
+func (p *projector) applyExecBatch(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
+	var res projection.BatchResult
+	evs := make([]execEvent, 0, len(msgs))
+	var ids []string
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		env, err := streams.DecodeEnvelope(m.Data)
+		if err == nil {
+			err = streams.CheckSubject(m.Subject, env)
+		}
+		var ev execEvent
+		if err == nil {
+			ev, err = decodeExecEnv(env)
+		}
+		if err != nil {
+			if !errors.Is(err, streams.ErrMalformed) {
+				return res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
+			}
+			res.Malformed++
+			continue
+		}
+		evs = append(evs, ev)
+		if !seen[ev.ID] {
+			seen[ev.ID] = true
+			ids = append(ids, ev.ID)
+		}
+	}
+	res.Applied = len(evs)
+	if len(evs) == 0 {
+		return res, nil
+	}
+	st, err := loadExecState(ctx, tx, ids)
+	if err != nil {
+		return res, err
+	}
+	for _, ev := range evs {
+		applied, err := st.apply(ev)
+		if err != nil {
+			return res, err
+		}
+		if !applied {
+			p.metrics.staleExec.Inc()
+			p.log.Info().Str("execution_id", ev.ID).Int("attempt", ev.Attempt).Uint64("lease_revision", ev.LeaseRevision).
+				Str("status", ev.Status).Msg("stale or backward execution event ignored")
+		}
+	}
+	return res, st.write(ctx, tx)
+}
+
+// loadExecState reads the executions ids, their attempts and their
+// dead-lettered batches (locking the executions, as applyExecEvent does),
+// in one round trip.
+func loadExecState(ctx context.Context, tx pgx.Tx, ids []string) (*execState, error) {
+	st := &execState{rows: make(map[string]*memExec, len(ids)), attempts: map[attemptKey]*memAttempt{}, deadLetters: map[string]int{}}
+	var b pgx.Batch
+	b.Queue(`SELECT id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at, finished_at, duration_ms, varbinds, error,
+		lease_revision, node_id, kind, priority, delay_seconds, dead_lettered_batches, onus, failed_onus, failed_varbinds, onu_failures::text
+		FROM executions WHERE id = ANY($1) FOR UPDATE`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			r := &memExec{}
+			if err := rows.Scan(&id, &r.JobID, &r.OLTID, &r.Status, &r.Attempt, &r.PollerID, &r.ScheduledAt, &r.StartedAt, &r.FinishedAt,
+				&r.DurationMS, &r.Varbinds, &r.Error, &r.LeaseRevision, &r.NodeID, &r.Kind, &r.Priority, &r.DelaySeconds, &r.DeadLettered,
+				&r.ONUs, &r.FailedONUs, &r.FailedVarbinds, &r.ONUFailures); err != nil {
+				return err
+			}
+			st.rows[id] = r
+		}
+		return rows.Err()
+	})
+	b.Queue(`SELECT execution_id, attempt, poller_id, status, started_at, finished_at, error, lease_revision, duration_ms
+		FROM execution_attempts WHERE execution_id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var k attemptKey
+			a := &memAttempt{}
+			if err := rows.Scan(&k.ID, &k.Attempt, &a.PollerID, &a.Status, &a.StartedAt, &a.FinishedAt, &a.Error, &a.LeaseRevision, &a.DurationMS); err != nil {
+				return err
+			}
+			st.attempts[k] = a
+		}
+		return rows.Err()
+	})
+	b.Queue(`SELECT execution_id, count(*) FROM execution_dead_letters WHERE execution_id = ANY($1) GROUP BY execution_id`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			var n int
+			if err := rows.Scan(&id, &n); err != nil {
+				return err
+			}
+			st.deadLetters[id] = n
+		}
+		return rows.Err()
+	})
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, fmt.Errorf("read %d executions: %w", len(ids), err)
+	}
+	return st, nil
+}
+
+// apply is applyExecEvent in memory.
+func (st *execState) apply(ev execEvent) (bool, error) {
+	r := st.rows[ev.ID]
+	if r != nil && (ev.LeaseRevision < uint64(r.LeaseRevision) || !forward(r.Attempt, r.Status, ev.Attempt, ev.Status)) {
+		if ev.Status == StatusInterrupted {
+			st.interruptAttempt(ev)
+		}
+		return false, nil
+	}
+	if r == nil {
+		r = &memExec{} // the columns' defaults
+		st.rows[ev.ID] = r
+	}
+	r.dirty = true
+	r.JobID, r.OLTID, r.Status, r.PollerID, r.FinishedAt, r.Error = ev.JobID, ev.OLTID, ev.Status, ev.PollerID, ev.FinishedAt, ev.Error
+	if ev.Status == StatusSkipped || ev.Status == StatusAborted {
+		// applySkipped
+		if r.ScheduledAt == nil {
+			r.ScheduledAt = ev.ScheduledAt
+		}
+		return true, nil
+	}
+	if ev.Status == StatusSuccess {
+		if n := st.deadLetters[ev.ID]; n > 0 {
+			ev.Status, ev.Error = StatusFailed, deadLetteredError(n)
+			r.Status, r.Error = ev.Status, ev.Error
+			ev.DeadLettered = n
+		}
+	}
+	r.Attempt, r.LeaseRevision, r.DurationMS, r.Varbinds = ev.Attempt, int64(ev.LeaseRevision), ev.DurationMS, ev.Varbinds
+	if ev.StartedAt != nil {
+		r.StartedAt = ev.StartedAt
+	}
+	r.DeadLettered = max(r.DeadLettered, ev.DeadLettered)
+	if g := ev.GetResult; g != nil {
+		// recordGetResult
+		r.ONUs, r.FailedONUs, r.FailedVarbinds, r.ONUFailures = g.ONUs, g.FailedONUs, g.FailedVarbinds, nil
+		if len(g.Failures) > 0 {
+			b, err := json.Marshal(g.Failures)
+			if err != nil {
+				return false, fmt.Errorf("encode onu failures of execution %s: %w", ev.ID, err)
+			}
+			s := string(b)
+			r.ONUFailures = &s
+		}
+	}
+	// The attempt row.
+	k := attemptKey{ev.ID, ev.Attempt}
+	a := st.attempts[k]
+	switch {
+	case a == nil:
+		st.attempts[k] = &memAttempt{PollerID: ev.PollerID, Status: ev.Status, StartedAt: ev.StartedAt, FinishedAt: ev.FinishedAt,
+			Error: ev.Error, LeaseRevision: int64(ev.LeaseRevision), DurationMS: ev.DurationMS, dirty: true}
+	case a.LeaseRevision <= int64(ev.LeaseRevision) && attemptRank(a.Status) <= attemptRank(ev.Status):
+		a.PollerID, a.Status, a.FinishedAt, a.Error, a.LeaseRevision, a.DurationMS = ev.PollerID, ev.Status, ev.FinishedAt, ev.Error, int64(ev.LeaseRevision), ev.DurationMS
+		if ev.StartedAt != nil {
+			a.StartedAt = ev.StartedAt
+		}
+		a.dirty = true
+	}
+	return true, nil
+}
+
+// attemptRank is the attempt upsert's order: RUNNING, then anything else.
+func attemptRank(status string) int {
+	if status == StatusRunning {
+		return 1
+	}
+	return 2
+}
+
+// interruptAttempt is interruptAttempt in memory.
+func (st *execState) interruptAttempt(ev execEvent) {
+	a := st.attempts[attemptKey{ev.ID, ev.Attempt}]
+	if a == nil || a.LeaseRevision != int64(ev.LeaseRevision) || a.Status != StatusRunning {
+		return
+	}
+	a.Status, a.FinishedAt, a.Error, a.DurationMS, a.dirty = StatusInterrupted, ev.FinishedAt, ev.Error, ev.DurationMS, true
+}
+
+// write upserts the changed rows, one statement per table.
+func (st *execState) write(ctx context.Context, tx pgx.Tx) error {
+	var (
+		ids, jobs, olts, statuses, pollers, errs, nodes, kinds []string
+		attempts, varbinds, prios, deads, onus, fOnus, fVbs    []int32
+		revs, durs                                             []*int64
+		scheds, starts, finishes                               []*time.Time
+		delays                                                 []float64
+		failures                                               []*string
+	)
+	for id, r := range st.rows {
+		if !r.dirty {
+			continue
+		}
+		rev := r.LeaseRevision
+		ids, jobs, olts, statuses, pollers, errs, nodes, kinds = append(ids, id), append(jobs, r.JobID), append(olts, r.OLTID),
+			append(statuses, r.Status), append(pollers, r.PollerID), append(errs, r.Error), append(nodes, r.NodeID), append(kinds, r.Kind)
+		attempts, varbinds, prios, deads = append(attempts, int32(r.Attempt)), append(varbinds, int32(r.Varbinds)), append(prios, int32(r.Priority)), append(deads, int32(r.DeadLettered))
+		onus, fOnus, fVbs = append(onus, int32(r.ONUs)), append(fOnus, int32(r.FailedONUs)), append(fVbs, int32(r.FailedVarbinds))
+		revs, durs = append(revs, &rev), append(durs, r.DurationMS)
+		scheds, starts, finishes = append(scheds, r.ScheduledAt), append(starts, r.StartedAt), append(finishes, r.FinishedAt)
+		delays, failures = append(delays, r.DelaySeconds), append(failures, r.ONUFailures)
+	}
+	if len(ids) > 0 {
+		_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at, finished_at,
+			duration_ms, varbinds, error, lease_revision, node_id, kind, priority, delay_seconds, dead_lettered_batches,
+			onus, failed_onus, failed_varbinds, onu_failures, updated_at)
+			SELECT u.id, u.job, u.olt, u.status, u.attempt, u.poller, u.sched, u.started, u.finished, u.dur, u.varbinds, u.err, u.rev,
+				u.node, u.kind, u.prio, u.delay, u.dead, u.onus, u.fonus, u.fvbs, u.failures::jsonb, now()
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[],
+				$10::int8[], $11::int4[], $12::text[], $13::int8[], $14::text[], $15::text[], $16::int4[], $17::float8[], $18::int4[],
+				$19::int4[], $20::int4[], $21::int4[], $22::text[])
+				AS u(id, job, olt, status, attempt, poller, sched, started, finished, dur, varbinds, err, rev, node, kind, prio, delay, dead, onus, fonus, fvbs, failures)
+			ON CONFLICT (id) DO UPDATE SET job_id = EXCLUDED.job_id, olt_id = EXCLUDED.olt_id, status = EXCLUDED.status,
+				attempt = EXCLUDED.attempt, poller_id = EXCLUDED.poller_id, scheduled_at = EXCLUDED.scheduled_at,
+				started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at, duration_ms = EXCLUDED.duration_ms,
+				varbinds = EXCLUDED.varbinds, error = EXCLUDED.error, lease_revision = EXCLUDED.lease_revision,
+				node_id = EXCLUDED.node_id, kind = EXCLUDED.kind, priority = EXCLUDED.priority, delay_seconds = EXCLUDED.delay_seconds,
+				dead_lettered_batches = EXCLUDED.dead_lettered_batches, onus = EXCLUDED.onus, failed_onus = EXCLUDED.failed_onus,
+				failed_varbinds = EXCLUDED.failed_varbinds, onu_failures = EXCLUDED.onu_failures, updated_at = now()`,
+			ids, jobs, olts, statuses, attempts, pollers, scheds, starts, finishes, durs, varbinds, errs, revs, nodes, kinds, prios, delays, deads,
+			onus, fOnus, fVbs, failures)
+		if err != nil {
+			return fmt.Errorf("write %d executions: %w", len(ids), err)
+		}
+	}
+	var (
+		aIDs, aPollers, aStatuses, aErrs []string
+		aNums                            []int32
+		aStarts, aFinishes               []*time.Time
+		aRevs                            []int64
+		aDurs                            []*int64
+	)
+	for k, a := range st.attempts {
+		if !a.dirty {
+			continue
+		}
+		aIDs, aNums, aPollers, aStatuses, aErrs = append(aIDs, k.ID), append(aNums, int32(k.Attempt)), append(aPollers, a.PollerID), append(aStatuses, a.Status), append(aErrs, a.Error)
+		aStarts, aFinishes, aRevs, aDurs = append(aStarts, a.StartedAt), append(aFinishes, a.FinishedAt), append(aRevs, a.LeaseRevision), append(aDurs, a.DurationMS)
+	}
+	if len(aIDs) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO execution_attempts (execution_id, attempt, poller_id, status, started_at, finished_at, error, lease_revision, duration_ms)
+		SELECT * FROM unnest($1::text[], $2::int4[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int8[], $9::int8[])
+		ON CONFLICT (execution_id, attempt) DO UPDATE SET poller_id = EXCLUDED.poller_id, status = EXCLUDED.status,
+		started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at, error = EXCLUDED.error,
+		lease_revision = EXCLUDED.lease_revision, duration_ms = EXCLUDED.duration_ms`,
+		aIDs, aNums, aPollers, aStatuses, aStarts, aFinishes, aErrs, aRevs, aDurs)
+	if err != nil {
+		return fmt.Errorf("write %d execution attempts: %w", len(aIDs), err)
+	}
+	return nil
 }

@@ -55,9 +55,9 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			Description: "executions, their attempts and dead-lettered batches, from NodeDue, lifecycle and dead-letter events",
 			Sources: []projection.Source{
 				{Stream: streams.StreamSchedule, Consumer: streams.ConsumerProjectorSchedule, Decode: projection.SubjectChecked(p.decodeNodeDue),
-					Partition: projection.SubjectToken(3)}, // facho.schedule.due.<olt>
+					Partition: projection.SubjectToken(3), ApplyBatch: p.applyNodeDueBatch}, // facho.schedule.due.<olt>
 				{Stream: streams.StreamExec, Consumer: streams.ConsumerProjectorExec, Decode: projection.SubjectChecked(p.decodeExec),
-					Partition: projection.SubjectToken(2)}, // facho.exec.<olt>.<phase>: an execution is of one OLT
+					Partition: projection.SubjectToken(2), ApplyBatch: p.applyExecBatch}, // facho.exec.<olt>.<phase>: an execution is of one OLT
 				{Stream: streams.StreamDLQ, Consumer: streams.ConsumerProjectorDLQ, Decode: projection.SubjectChecked(p.decodeDeadLetter)},
 			},
 			Tables: []projection.Table{

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -17,6 +18,7 @@ import (
 	"github.com/facho-olt/facho/pkg/natsembed"
 	"github.com/facho-olt/facho/pkg/pgtest"
 	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/services/auditor"
 	"github.com/facho-olt/facho/services/projector"
 	"github.com/facho-olt/facho/streams"
 )
@@ -157,8 +159,11 @@ func benchStream(b *testing.B, c string, n int) (jetstream.JetStream, map[string
 //
 // bytes per varbind on disk with S2 and without; messages per second of
 // a plain ordered consumer, replay.Read, `facho replay` (JSON lines) and
-// `facho export varbinds` (rows per second), and `facho rebuild
-// onu_data` (events and varbinds per second, Postgres included).
+// `facho export varbinds` (rows per second), `facho rebuild onu_data`
+// (events and varbinds per second, Postgres included), and, on 100,000
+// execution events, `facho rebuild executions` and `facho rebuild
+// coordinator_logs`; each tool's messages per second is also printed as a
+// ratio to the plain read of its stream.
 func BenchmarkStreamTools(b *testing.B) {
 	const batches = 1000
 	_, rawDisks, varbinds := benchStream(b, streams.CompressionNone, batches)
@@ -179,16 +184,25 @@ func BenchmarkStreamTools(b *testing.B) {
 	b.ReportMetric(float64(rawDisk)/float64(varbinds), "B/varbind-raw")
 	b.ReportMetric(float64(s2Disk)/float64(varbinds), "B/varbind-s2")
 
-	rate := func(what string, unit string, n int, f func() error) {
+	// rate prints what/s and, once the plain read of the stream has set
+	// base, the ratio to it (messages per second over messages per second).
+	var base float64
+	rate := func(what string, unit string, n int, f func() error) float64 {
 		start := time.Now()
 		if err := f(); err != nil {
 			b.Fatalf("%s: %v", what, err)
 		}
 		el := time.Since(start)
-		fmt.Printf("%-34s %8d %s in %8s: %9.0f %s/s\n", what, n, unit, el.Round(time.Millisecond), float64(n)/el.Seconds(), unit)
+		r := float64(n) / el.Seconds()
+		ratio := ""
+		if base > 0 && unit == "msgs" {
+			ratio = fmt.Sprintf("  (%.2fx the plain read)", r/base)
+		}
+		fmt.Printf("%-34s %8d %s in %8s: %9.0f %s/s%s\n", what, n, unit, el.Round(time.Millisecond), r, unit, ratio)
+		return r
 	}
 	b.ResetTimer()
-	rate("plain ordered consumer", "msgs", batches, func() error {
+	base = rate("plain ordered consumer", "msgs", batches, func() error {
 		cons, err := js.OrderedConsumer(ctx, streams.StreamVarbinds, jetstream.OrderedConsumerConfig{})
 		if err != nil {
 			return err
@@ -271,7 +285,8 @@ func BenchmarkStreamTools(b *testing.B) {
 	}
 	n := int(es.CachedInfo().State.Msgs)
 	fmt.Printf("%d execution events (%.0f B each)\n", n, float64(es.CachedInfo().State.Bytes)/float64(n))
-	rate("plain ordered consumer (exec)", "msgs", n, func() error {
+	base = 0
+	base = rate("plain ordered consumer (exec)", "msgs", n, func() error {
 		cons, err := js.OrderedConsumer(ctx, streams.StreamExec, jetstream.OrderedConsumerConfig{})
 		if err != nil {
 			return err
@@ -300,5 +315,32 @@ func BenchmarkStreamTools(b *testing.B) {
 		rep, err = replay.Rebuild(ctx, js, pool, models[1], replay.RebuildOptions{Log: zerolog.Nop()})
 		return err
 	})
+	if rep.Messages != uint64(n+execs) {
+		b.Fatalf("rebuild executions: %v", rep)
+	}
+	fmt.Printf("  (%d executions, %d attempts)\n", count(b, pool, `SELECT count(*) FROM executions`), count(b, pool, `SELECT count(*) FROM execution_attempts`))
+	audit, err := auditor.ReadModels(auditor.Config{}, zerolog.Nop(), time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range audit {
+		if m.Name != auditor.ReadModelCoordinatorLogs {
+			continue
+		}
+		rate("facho rebuild coordinator_logs", "msgs", n, func() error {
+			var err error
+			rep, err = replay.Rebuild(ctx, js, pool, m, replay.RebuildOptions{Log: zerolog.Nop()})
+			return err
+		})
+		fmt.Printf("  (%d coordinator logs)\n", count(b, pool, `SELECT count(*) FROM coordinator_logs`))
+	}
 	b.StopTimer()
+}
+
+func count(b *testing.B, pool *pgxpool.Pool, q string) int64 {
+	var n int64
+	if err := pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
 }

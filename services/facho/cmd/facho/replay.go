@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,28 +76,70 @@ func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w,
 	}
 	bar := newProgress(stderr, "replay "+r.Stream)
 	defer bar.finish()
-	out := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(out)
+	out := bufio.NewWriterSize(w, 256<<10)
 	var n uint64
+	var line []byte
 	_, err = replay.Read(ctx, js, r, func(m jetstream.Msg) error {
 		meta, err := m.Metadata()
 		if err != nil {
 			return err
 		}
-		line := replayLine{Stream: r.Stream, Seq: meta.Sequence.Stream, Subject: m.Subject(), Time: meta.Timestamp.UTC()}
-		if json.Valid(m.Data()) {
-			line.Data = m.Data()
-		} else {
-			line.Raw = m.Data()
-		}
+		line = appendReplayLine(line[:0], r.Stream, meta.Sequence.Stream, m.Subject(), meta.Timestamp.UTC(), m.Data())
 		n++
 		bar.update(n, total)
-		return enc.Encode(line)
+		_, err = out.Write(line)
+		return err
 	})
 	if ferr := out.Flush(); err == nil {
 		err = ferr
 	}
 	return err
+}
+
+// appendReplayLine appends one message as a JSON line: replayLine as
+// encoding/json writes it (the same fields, values and order), without
+// reflection and without a second pass over the data, which is already
+// JSON (checked once, copied as it is; compacted only if it spans lines).
+func appendReplayLine(b []byte, stream string, seq uint64, subject string, at time.Time, data []byte) []byte {
+	b = append(b, `{"stream":`...)
+	b = appendJSONString(b, stream)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"subject":`...)
+	b = appendJSONString(b, subject)
+	b = append(b, `,"time":"`...)
+	b = at.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	switch {
+	case len(data) == 0:
+	case json.Valid(data):
+		b = append(b, `,"data":`...)
+		if bytes.ContainsAny(data, "\r\n") {
+			buf := bytes.NewBuffer(b)
+			_ = json.Compact(buf, data) // valid: cannot fail
+			b = buf.Bytes()
+		} else {
+			b = append(b, data...)
+		}
+	default:
+		b = append(b, `,"raw":"`...)
+		b = base64.StdEncoding.AppendEncode(b, data)
+		b = append(b, '"')
+	}
+	return append(b, "}\n"...)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // stringList is a repeatable string flag.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -297,5 +298,46 @@ func TestRebuildAndExportCommands(t *testing.T) {
 	}
 	if len(onus) != 2 || onus[0].RxPowerDBm == nil || *onus[0].RxPowerDBm != -21.5 || onus[1].RxPowerDBm != nil || onus[1].Status != "OFFLINE" {
 		t.Errorf("parquet onus %+v", onus)
+	}
+}
+
+// TestReplayLineEncoding: the hand-written JSON line is what encoding/json
+// makes of replayLine (the same JSON value), one line each, for data that
+// is compact JSON, JSON over several lines, JSON with HTML characters,
+// not JSON at all, or empty, and subjects that need escaping.
+func TestReplayLineEncoding(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 600700800, time.UTC)
+	for _, tc := range []struct{ subject, data string }{
+		{"facho.exec.olt-1.started", `{"id":"e1","type":"execution.started","data":{"olt_id":"olt-1"}}`},
+		{"facho.exec.olt-1.started", "{\n  \"a\": [1, 2],\r\n  \"b\": \"x y\"\n}"},
+		{"facho.audit.x", `{"message":"<b>&amp;</b> \u00e9 é"}`},
+		{"facho.audit.x", "not json \x00\xff"},
+		{"facho.audit.x", ""},
+		{"facho.audit.\"q\"<\\>é", `[]`},
+	} {
+		got := appendReplayLine(nil, "FACHO_AUDIT", 42, tc.subject, at, []byte(tc.data))
+		l := replayLine{Stream: "FACHO_AUDIT", Seq: 42, Subject: tc.subject, Time: at}
+		if json.Valid([]byte(tc.data)) {
+			l.Data = []byte(tc.data)
+		} else {
+			l.Raw = []byte(tc.data)
+		}
+		want, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Count(got, []byte("\n")) != 1 || got[len(got)-1] != '\n' {
+			t.Errorf("%q: not one line: %q", tc.data, got)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%q: %v: %s", tc.data, err, got)
+		}
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("got %s\nwant %s", got, want)
+		}
 	}
 }
