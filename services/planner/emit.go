@@ -209,6 +209,15 @@ const maxOrphans = 100_000
 // its retry after the backoff) and the OLT's next waiting node is
 // dispatched at once.
 func (p *planner) onFinish(ctx context.Context, f finish) {
+	if f.Lost {
+		// An attempt lost with its poller: the execution goes on (a
+		// redelivery). Noted for the flight's end, when it is the
+		// master's of the OLT's flight.
+		if fl, ok := p.queues.Flight(f.OLTID); ok && fl.ExecutionID == f.ExecutionID && !fl.Manual {
+			p.lost[f.ExecutionID] = f.End
+		}
+		return
+	}
 	fl, done, ok := p.queues.Finish(f.OLTID, f.ExecutionID, f.Status, f.End)
 	if !ok {
 		p.log.Debug().Str(telemetry.KeyOLT, f.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).Str("status", f.Status).Msg("terminal event of no flight")
@@ -232,10 +241,26 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 }
 
 // completeFlight plans what follows an ended flight: the retry of a failed
-// master (per the job's max_retries, after the backoff; the OLT is free
-// meanwhile) or the node's next run at the end + interval. A manual run
-// moves nothing.
+// or interrupted master (per the job's max_retries, after the backoff; the
+// OLT is free meanwhile) or the node's next run at the end + interval. A
+// manual run moves nothing.
+//
+// Interrupted: an attempt of the master was lost with its poller (killed:
+// its lease expired, execution.interrupted without cancelled) and no later
+// attempt ended the execution: its redelivered NodeDue came too late and
+// was skipped as stale (or on the OLT busy on every delivery), or no
+// terminal event came at all. The execution ended INTERRUPTED and is
+// retried like a failed one, in the retry class after the same backoff,
+// and counted in the same n.Attempts against the node's max_retries (the
+// job's, else its class's, never above the retry class's ceiling; -1 and
+// manual runs: none). So an execution is dispatched at most 1 +
+// max_retries times whatever mix of failures and interruptions it meets.
+// An interruption the planner asked for (its OLT disabled or deleted, its
+// job deleted: execution.interrupted with cancelled) is final: the node
+// has left the plan and the execution stays INTERRUPTED.
 func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
+	lostAt, lost := p.lost[fl.ExecutionID]
+	delete(p.lost, fl.ExecutionID)
 	if fl.Manual {
 		return
 	}
@@ -243,12 +268,19 @@ func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
 	if f.Status == "" {
 		f.Status = statusUnknown // the master's own event never came
 	}
-	if n, ok := p.sched.Node(fl.Key); ok && f.Status == statusFailed && n.Attempts < n.Spec.MaxRetries {
+	if lost && (f.Status == statusSkipped || f.Status == statusUnknown) {
+		f.Status = statusInterrupted
+		if f.End.IsZero() {
+			f.End = lostAt
+		}
+	}
+	retry := f.Status == statusFailed || (lost && f.Status == statusInterrupted)
+	if n, ok := p.sched.Node(fl.Key); ok && retry && n.Attempts < n.Spec.MaxRetries {
 		at := f.End.Add(p.cfg.retryDelay(n.Spec, n.Attempts+1)).Truncate(time.Millisecond)
 		p.sched.Retry(fl.Key, fl.ScheduledAt, at)
 		p.m.retried.Inc()
 		p.log.Info().Str(telemetry.KeyJob, fl.Key.JobID).Str(telemetry.KeyOLT, fl.Key.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).
-			Int("retry", n.Attempts+1).Time("retry_at", at).Msg("failed attempt: retry planned")
+			Int("retry", n.Attempts+1).Time("retry_at", at).Str("status", f.Status).Msg("failed attempt: retry planned")
 		return
 	}
 	p.sched.Finish(fl.Key, fl.ScheduledAt, f.End, f.Status)

@@ -35,6 +35,13 @@ type finish struct {
 	End time.Time
 	// Published is the event's envelope time (latency metrics).
 	Published time.Time
+	// Lost marks an attempt interrupted because its poller died (its
+	// lease expired: execution.interrupted without cancelled). It does
+	// not end the execution: the NodeDue is redelivered and a later
+	// attempt ends it. If none runs (the redelivery came stale, or the
+	// flight is given up), the execution ended INTERRUPTED and is retried
+	// like a failed one (see completeFlight).
+	Lost bool
 }
 
 // terminalSubjects are the FACHO_EXEC subjects that end an execution.
@@ -49,7 +56,8 @@ func terminalSubjects() []string {
 }
 
 // decodeFinish reads a terminal event. ok is false for an event that does
-// not end its execution (a failed attempt the poller redelivers).
+// not end its execution (a failed attempt the poller redelivers); an
+// attempt lost with its poller comes with Lost set.
 func decodeFinish(data []byte) (f finish, ok bool, err error) {
 	env, err := streams.DecodeEnvelope(data)
 	if err != nil {
@@ -89,11 +97,10 @@ func decodeFinish(data []byte) (f finish, ok bool, err error) {
 		if err := streams.DecodeData(env, &e); err != nil {
 			return f, false, err
 		}
-		if !e.Cancelled {
-			// A lease that expired under a dead poller: the NodeDue is
-			// redelivered and its next attempt ends the execution.
-			return f, false, nil
-		}
+		// Without cancelled: a lease that expired under a dead poller; the
+		// NodeDue is redelivered and its next attempt ends the execution
+		// (Lost: the planner only notes it).
+		f.Lost = !e.Cancelled
 		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusInterrupted, e.InterruptedAt
 	default:
 		return f, false, nil

@@ -62,6 +62,9 @@ type planner struct {
 	// dispatched again after a takeover or restart (same id, dropped by
 	// the stream as a duplicate) may have ended already.
 	orphans map[string]finish
+	// lost holds, per execution in flight, when an attempt of it was lost
+	// with its poller (see completeFlight); cleared when the flight ends.
+	lost map[string]time.Time
 	// takeover describes how this term began.
 	takeover *takeover
 	// failures counts consecutive failed executions per OLT (persisted:
@@ -185,6 +188,7 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		failuresDirty: map[string]bool{},
 		seenManual:    map[string]time.Time{},
 		orphans:       map[string]finish{},
+		lost:          map[string]time.Time{},
 	}
 	if cfg.FirstRunSpread > 0 {
 		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
@@ -336,6 +340,11 @@ func (p *planner) run(ctx context.Context) error {
 				for id, f := range p.orphans {
 					if now.Sub(f.Published) > orphanWindow {
 						delete(p.orphans, id)
+					}
+				}
+				for id, at := range p.lost {
+					if now.Sub(at) > 24*time.Hour {
+						delete(p.lost, id) // its flight went without completeFlight
 					}
 				}
 				for id, at := range p.seenManual {

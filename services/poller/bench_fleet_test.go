@@ -219,7 +219,7 @@ func TestBenchFleet(t *testing.T) {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	round := 0
-	runPoller := func(kind string) int64 {
+	runPoller := func(kind string, tuning streams.SNMPTuning) int64 {
 		round++
 		ended.Store(0)
 		endedVarbinds.Store(0)
@@ -232,7 +232,7 @@ func TestBenchFleet(t *testing.T) {
 				OLTID: olt, BrandID: "huawei", IndexScheme: "pon.onu", Kind: kind,
 				Target: streams.Target{Host: host, Port: p, CommunityEnc: sealed}, OIDs: huaweiColumns,
 				Priority: 40, IntervalSeconds: 300, TimeoutSeconds: 600, MaxRetries: 0, RetryDelaySeconds: 300,
-				ScheduledAt: time.Now().UTC(),
+				ScheduledAt: time.Now().UTC(), SNMP: tuning,
 			}
 			b, err := streams.EncodeWithID(n.ExecutionID, "bench", time.Now(), n)
 			if err != nil {
@@ -276,7 +276,7 @@ func TestBenchFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	measure("walk: poller bulkwalk executions (+ publish)", func() int64 { return runPoller(streams.KindBulkWalk) })
+	measure("walk: poller bulkwalk executions (+ publish)", func() int64 { return runPoller(streams.KindBulkWalk, streams.SNMPTuning{}) })
 	if prof != nil {
 		pprof.StopCPUProfile()
 		_ = prof.Close()
@@ -327,7 +327,7 @@ func TestBenchFleet(t *testing.T) {
 			t.Fatal("discovered events not acked")
 		}
 	}
-	_ = runPoller(streams.KindGet)
+	_ = runPoller(streams.KindGet, streams.SNMPTuning{})
 	oids := make([]string, 0, len(onus)*len(huaweiColumns))
 	for _, o := range onus {
 		for _, c := range huaweiColumns {
@@ -351,8 +351,13 @@ func TestBenchFleet(t *testing.T) {
 		})
 	}
 	measure(fmt.Sprintf("get: raw gosnmp Get, %d per PDU", k), rawGet)
-	measure("get: poller get executions (+ publish)", func() int64 { return runPoller(streams.KindGet) })
+	measure("get: poller get executions (+ publish)", func() int64 { return runPoller(streams.KindGet, streams.SNMPTuning{}) })
 	measure(fmt.Sprintf("get: raw gosnmp Get, %d per PDU (again)", k), rawGet)
+	// The poller's default: 2 PDUs in flight per OLT (still one get per
+	// OLT: the lease); the raw rows keep one.
+	measure("get: poller get executions, 2 PDUs in flight", func() int64 {
+		return runPoller(streams.KindGet, streams.SNMPTuning{GetConcurrency: 2})
+	})
 
 	w := os.Stdout
 	fmt.Fprintf(w, "\n%d OLTs x 1,024 ONUs x 4 columns, %s latency per request, %d executions (or raw clients) in parallel, max-repetitions %d, %d varbinds per GET; %s\n",

@@ -182,22 +182,12 @@ func (r *getRun) run(ctx context.Context, conc int) error {
 }
 
 func (r *getRun) worker(ctx context.Context) error {
-	g := &gosnmp.GoSNMP{
-		Target:    r.op.target.Host,
-		Port:      uint16(r.op.target.Port),
-		Transport: "udp",
-		Community: r.op.community,
-		Version:   gosnmp.Version2c,
-		Timeout:   r.op.cfg.SNMPTimeout,
-		Retries:   r.op.cfg.SNMPRetries,
-		MaxOids:   streams.MaxGetVarbinds,
-		Context:   ctx,
+	g, err := r.op.dial(ctx)
+	if err != nil {
+		return err
 	}
-	if err := g.Connect(); err != nil {
-		return fmt.Errorf("connect %s:%d: %w", r.op.target.Host, r.op.target.Port, err)
-	}
-	defer g.Conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = g.Conn.Close() })
+	defer g.Close()
+	stop := context.AfterFunc(ctx, func() { _ = g.Close() })
 	defer stop()
 	for {
 		chunk := r.take()
@@ -227,7 +217,7 @@ func (r *getRun) take() []getItem {
 }
 
 // read sends one PDU and, when it is not answered usefully, its halves.
-func (r *getRun) read(ctx context.Context, g *gosnmp.GoSNMP, chunk []getItem) error {
+func (r *getRun) read(ctx context.Context, g *v2cClient, chunk []getItem) error {
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
 	}
@@ -235,11 +225,11 @@ func (r *getRun) read(ctx context.Context, g *gosnmp.GoSNMP, chunk []getItem) er
 	for i, it := range chunk {
 		names[i] = it.oid
 	}
-	var pkt *gosnmp.SnmpPacket
+	var pkt *v2cResponse
 	var err error
 	if len(chunk) == 1 {
 		// Alone, an OID gets the PDU retries of a walk: loss, not size.
-		pkt, err = r.op.exchange(ctx, "get "+strings.TrimPrefix(names[0], "."), func() (*gosnmp.SnmpPacket, error) { return g.Get(names) })
+		pkt, err = r.op.exchange(ctx, "get "+strings.TrimPrefix(names[0], "."), func() (*v2cResponse, error) { return g.Get(names) })
 	} else {
 		pkt, err = g.Get(names)
 	}
@@ -269,14 +259,14 @@ func (r *getRun) read(ctx context.Context, g *gosnmp.GoSNMP, chunk []getItem) er
 	case len(pkt.Variables) != len(chunk):
 		return r.failed1(ctx, g, chunk, fmt.Sprintf("%d varbinds answered for %d asked", len(pkt.Variables), len(chunk)), false, nil)
 	}
-	for i, pdu := range pkt.Variables {
-		if strings.TrimPrefix(pdu.Name, ".") != strings.TrimPrefix(names[i], ".") {
-			return r.failed1(ctx, g, chunk, fmt.Sprintf("answer names %s for %s", pdu.Name, names[i]), false, nil)
+	for i, vb := range pkt.Variables {
+		if vb.OID != strings.TrimPrefix(names[i], ".") {
+			return r.failed1(ctx, g, chunk, fmt.Sprintf("answer names %s for %s", vb.OID, names[i]), false, nil)
 		}
 	}
 	r.emitMu.Lock()
-	for _, pdu := range pkt.Variables {
-		if err := r.emit(toVarbind(pdu)); err != nil {
+	for _, vb := range pkt.Variables {
+		if err := r.emit(vb); err != nil {
 			r.emitMu.Unlock()
 			return err
 		}
@@ -290,7 +280,7 @@ func (r *getRun) read(ctx context.Context, g *gosnmp.GoSNMP, chunk []getItem) er
 // for a single OID, it is recorded failed. sizeFault says the PDU's size
 // may be the cause (timeout, tooBig): the PDUs that follow get smaller.
 // cause is the request error, when there was one.
-func (r *getRun) failed1(ctx context.Context, g *gosnmp.GoSNMP, chunk []getItem, why string, sizeFault bool, cause error) error {
+func (r *getRun) failed1(ctx context.Context, g *v2cClient, chunk []getItem, why string, sizeFault bool, cause error) error {
 	if len(chunk) > 1 {
 		r.mu.Lock()
 		r.splits++

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gosnmp/gosnmp"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -57,7 +56,7 @@ func (r *pduRetries) count() int {
 // answer (lost, or garbled beyond gosnmp's own SNMPRetries), sends it
 // again after a backoff: up to PDURetries more times per request and while
 // the execution's budget lasts. what names the request in errors.
-func (op snmpOp) exchange(ctx context.Context, what string, req func() (*gosnmp.SnmpPacket, error)) (*gosnmp.SnmpPacket, error) {
+func (op snmpOp) exchange(ctx context.Context, what string, req func() (*v2cResponse, error)) (*v2cResponse, error) {
 	wait := op.cfg.PDUBackoff
 	for try := 0; ; try++ {
 		pkt, err := req()

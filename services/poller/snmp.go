@@ -33,28 +33,16 @@ func (op snmpOp) run(ctx context.Context, kind string, oids []streams.OIDSpec, e
 	if op.retries == nil {
 		op.retries = newPDURetries(op.cfg.PDURetryBudget, nil)
 	}
-	g := &gosnmp.GoSNMP{
-		Target:         op.target.Host,
-		Port:           uint16(op.target.Port),
-		Transport:      "udp",
-		Community:      op.community,
-		Version:        gosnmp.Version2c,
-		Timeout:        op.cfg.SNMPTimeout,
-		Retries:        op.cfg.SNMPRetries,
-		MaxRepetitions: uint32(op.cfg.MaxRepetitions),
-		MaxOids:        op.cfg.GetChunk,
-		Context:        ctx,
+	g, err := op.dial(ctx)
+	if err != nil {
+		return err
 	}
-	if err := g.Connect(); err != nil {
-		return fmt.Errorf("connect %s:%d: %w", op.target.Host, op.target.Port, err)
-	}
-	defer g.Conn.Close()
+	defer g.Close()
 	// A request blocks in a socket read until its own timeout; closing the
 	// socket when ctx ends makes lease loss and shutdown take effect now.
-	stop := context.AfterFunc(ctx, func() { _ = g.Conn.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = g.Close() })
 	defer stop()
 
-	var err error
 	switch kind {
 	case streams.KindGet:
 		err = op.get(ctx, g, oids, emit)
@@ -68,7 +56,16 @@ func (op snmpOp) run(ctx context.Context, kind string, oids []streams.OIDSpec, e
 	return err
 }
 
-func (op snmpOp) bulkWalk(ctx context.Context, g *gosnmp.GoSNMP, oids []streams.OIDSpec, emit func(streams.Varbind) error) error {
+// dial connects the operation's client to the OLT.
+func (op snmpOp) dial(ctx context.Context) (*v2cClient, error) {
+	g, err := dialV2C(ctx, op.target.Host, op.target.Port, op.community, op.cfg.SNMPTimeout, op.cfg.SNMPRetries)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s:%d: %w", op.target.Host, op.target.Port, err)
+	}
+	return g, nil
+}
+
+func (op snmpOp) bulkWalk(ctx context.Context, g *v2cClient, oids []streams.OIDSpec, emit func(streams.Varbind) error) error {
 	for _, spec := range oids {
 		if err := op.walk(ctx, g, spec.OID, emit); err != nil {
 			return fmt.Errorf("walk %s: %w", spec.OID, err)
@@ -84,7 +81,7 @@ func (op snmpOp) bulkWalk(ctx context.Context, g *gosnmp.GoSNMP, oids []streams.
 // of starting over. Unlike BulkWalk it fails on an agent error instead of
 // ending the walk early (a short walk would pass for a complete table),
 // and halves max-repetitions on tooBig.
-func (op snmpOp) walk(ctx context.Context, g *gosnmp.GoSNMP, root string, emit func(streams.Varbind) error) error {
+func (op snmpOp) walk(ctx context.Context, g *v2cClient, root string, emit func(streams.Varbind) error) error {
 	root = "." + strings.TrimPrefix(root, ".")
 	if root == "." {
 		root = ".1.3.6.1" // as gosnmp: the internet subtree
@@ -98,13 +95,14 @@ func (op snmpOp) walk(ctx context.Context, g *gosnmp.GoSNMP, root string, emit f
 	if op.getNext {
 		verb = "getnext"
 	}
-	answered := false // a GETBULK of this walk returned varbinds
+	answered := false        // a GETBULK of this walk returned varbinds
+	prefix := root[1:] + "." // the answers' OIDs have no leading dot
 	for {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx)
 		}
 		from := cur
-		pkt, err := op.exchange(ctx, verb+" "+strings.TrimPrefix(from, "."), func() (*gosnmp.SnmpPacket, error) {
+		pkt, err := op.exchange(ctx, verb+" "+strings.TrimPrefix(from, "."), func() (*v2cResponse, error) {
 			if op.getNext {
 				return g.GetNext([]string{from})
 			}
@@ -130,11 +128,11 @@ func (op snmpOp) walk(ctx context.Context, g *gosnmp.GoSNMP, root string, emit f
 		if len(pkt.Variables) == 0 {
 			return nil
 		}
-		for i, pdu := range pkt.Variables {
-			if pdu.Type == gosnmp.EndOfMibView || pdu.Type == gosnmp.NoSuchObject || pdu.Type == gosnmp.NoSuchInstance {
+		for i, vb := range pkt.Variables {
+			if endOfWalk(vb.Type) {
 				return nil
 			}
-			if !strings.HasPrefix(pdu.Name, root+".") {
+			if len(vb.OID) <= len(prefix) || vb.OID[:len(prefix)] != prefix {
 				if !answered && i == 0 {
 					// Nothing under root: root may be a leaf (a scalar
 					// instance), which a GET reads, as gosnmp does.
@@ -142,24 +140,24 @@ func (op snmpOp) walk(ctx context.Context, g *gosnmp.GoSNMP, root string, emit f
 				}
 				return nil // past the subtree: done
 			}
-			if oidCompare(cur, pdu.Name) >= 0 {
-				return fmt.Errorf("OID not increasing: %s >= %s", strings.TrimPrefix(cur, "."), strings.TrimPrefix(pdu.Name, "."))
+			if oidCompare(cur, vb.OID) >= 0 {
+				return fmt.Errorf("OID not increasing: %s >= %s", strings.TrimPrefix(cur, "."), vb.OID)
 			}
 			if err := ctx.Err(); err != nil {
 				return context.Cause(ctx)
 			}
-			if err := emit(toVarbind(pdu)); err != nil {
+			if err := emit(vb); err != nil {
 				return err
 			}
-			cur = pdu.Name
+			cur = vb.OID
 		}
 		answered = true
 	}
 }
 
 // getLeaf reads root itself when a walk found nothing under it.
-func (op snmpOp) getLeaf(ctx context.Context, g *gosnmp.GoSNMP, root string, emit func(streams.Varbind) error) error {
-	pkt, err := op.exchange(ctx, "get "+strings.TrimPrefix(root, "."), func() (*gosnmp.SnmpPacket, error) {
+func (op snmpOp) getLeaf(ctx context.Context, g *v2cClient, root string, emit func(streams.Varbind) error) error {
+	pkt, err := op.exchange(ctx, "get "+strings.TrimPrefix(root, "."), func() (*v2cResponse, error) {
 		return g.Get([]string{root})
 	})
 	if err != nil {
@@ -168,15 +166,15 @@ func (op snmpOp) getLeaf(ctx context.Context, g *gosnmp.GoSNMP, root string, emi
 	if pkt.Error != gosnmp.NoError {
 		return nil // as gosnmp: no such leaf, nothing to read
 	}
-	for _, pdu := range pkt.Variables {
-		if pdu.Name == root && pdu.Type != gosnmp.EndOfMibView && pdu.Type != gosnmp.NoSuchObject && pdu.Type != gosnmp.NoSuchInstance {
-			return emit(toVarbind(pdu))
+	for _, vb := range pkt.Variables {
+		if vb.OID == root[1:] && !endOfWalk(vb.Type) {
+			return emit(vb)
 		}
 	}
 	return nil
 }
 
-func (op snmpOp) get(ctx context.Context, g *gosnmp.GoSNMP, oids []streams.OIDSpec, emit func(streams.Varbind) error) error {
+func (op snmpOp) get(ctx context.Context, g *v2cClient, oids []streams.OIDSpec, emit func(streams.Varbind) error) error {
 	for start := 0; start < len(oids); start += op.cfg.GetChunk {
 		end := min(start+op.cfg.GetChunk, len(oids))
 		names := make([]string, 0, end-start)
@@ -184,23 +182,29 @@ func (op snmpOp) get(ctx context.Context, g *gosnmp.GoSNMP, oids []streams.OIDSp
 			names = append(names, spec.OID)
 		}
 		what := "get " + strings.Join(names, ",")
-		pkt, err := op.exchange(ctx, what, func() (*gosnmp.SnmpPacket, error) { return g.Get(names) })
+		pkt, err := op.exchange(ctx, what, func() (*v2cResponse, error) { return g.Get(names) })
 		if err != nil {
 			return err
 		}
 		if pkt.Error != gosnmp.NoError {
 			return fmt.Errorf("%s: agent error %s at index %d", what, pkt.Error, pkt.ErrorIndex)
 		}
-		for _, pdu := range pkt.Variables {
+		for _, vb := range pkt.Variables {
 			if err := ctx.Err(); err != nil {
 				return context.Cause(ctx)
 			}
-			if err := emit(toVarbind(pdu)); err != nil {
+			if err := emit(vb); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// endOfWalk says whether a varbind type is an exception that ends a walk
+// (or means no such leaf).
+func endOfWalk(t string) bool {
+	return t == streams.VTEndOfMibView || t == streams.VTNoSuchObject || t == streams.VTNoSuchInstance
 }
 
 // isTimeout says whether an SNMP error means the OLT did not answer.
