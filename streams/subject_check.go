@@ -100,6 +100,27 @@ func (f subjectFields) get(name string) (string, bool) {
 // entity's subject cannot change another. The error wraps ErrMalformed.
 // A type this version does not know passes: its consumer decides.
 func CheckSubject(subject string, env Envelope) error {
+	return checkSubject(subject, env, nil)
+}
+
+// subjectFielder is a payload that answers its subject fields itself, so
+// the check does not parse its data a second time (a varbind batch is the
+// biggest message there is).
+type subjectFielder interface {
+	subjectField(name string) (string, bool)
+}
+
+// subjectField answers the one field a varbind batch's subject names.
+func (b VarbindBatch) subjectField(name string) (string, bool) {
+	if name == "olt_id" {
+		return b.OLTID, true
+	}
+	return "", false
+}
+
+// checkSubject is CheckSubject with the decoded payload's own fields when
+// it has them (nil: parsed from the data).
+func checkSubject(subject string, env Envelope, decoded subjectFielder) error {
 	pattern, ok := SubjectPattern(env.Type)
 	if !ok {
 		return nil
@@ -122,14 +143,20 @@ func CheckSubject(subject string, env Envelope) error {
 				return fmt.Errorf("%w: %s on subject %q: token %q is not an id", ErrMalformed, env.Type, subject, got[i])
 			}
 		case strings.HasPrefix(w, "{") && strings.HasSuffix(w, "}"):
-			if fields == nil {
-				fields = &subjectFields{}
-				if err := json.Unmarshal(env.Data, fields); err != nil {
-					return fmt.Errorf("%w: %s data: %v", ErrMalformed, env.Type, err)
-				}
-			}
 			name := w[1 : len(w)-1]
-			v, ok := fields.get(name)
+			v, ok := "", false
+			if decoded != nil {
+				v, ok = decoded.subjectField(name)
+			}
+			if !ok {
+				if fields == nil {
+					fields = &subjectFields{}
+					if err := json.Unmarshal(env.Data, fields); err != nil {
+						return fmt.Errorf("%w: %s data: %v", ErrMalformed, env.Type, err)
+					}
+				}
+				v, ok = fields.get(name)
+			}
 			if !ok {
 				return fmt.Errorf("streams: subject pattern %s names unknown field %s", pattern, name)
 			}
@@ -150,7 +177,8 @@ func DecodeOn[T Event](subject string, b []byte) (Envelope, T, error) {
 	if err != nil {
 		return env, payload, err
 	}
-	if err := CheckSubject(subject, env); err != nil {
+	decoded, _ := any(payload).(subjectFielder)
+	if err := checkSubject(subject, env, decoded); err != nil {
 		return env, payload, err
 	}
 	return env, payload, nil

@@ -171,6 +171,19 @@ func TestDecodeOn(t *testing.T) {
 	if _, _, err := DecodeOn[OLTDeleted](SubjectOLT("olt-2"), b); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("DecodeOn on another OLT's subject: %v", err)
 	}
+	// A varbind batch answers its olt_id from the decoded payload: the
+	// same verdicts.
+	vb, err := Encode("t", time.Now(), VarbindBatch{ExecutionID: "e1", OLTID: "olt-1", CollectedAt: time.Now(), Columns: []OIDSpec{{ID: "c", OID: "1.3.6.1.2.1.1.5"}},
+		Varbinds: []Varbind{{OID: "1.3.6.1.2.1.1.5.0", Type: VTOctetString, Value: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := DecodeOn[VarbindBatch](SubjectVarbinds("olt-1"), vb); err != nil || got.OLTID != "olt-1" {
+		t.Fatalf("varbind batch on its subject: %+v %v", got, err)
+	}
+	if _, _, err := DecodeOn[VarbindBatch](SubjectVarbinds("olt-2"), vb); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("varbind batch on another OLT's subject: %v", err)
+	}
 }
 
 // The catalogue documents the subjects CheckSubject enforces: the same
