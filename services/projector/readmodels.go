@@ -40,10 +40,14 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},
 				{Name: "execution_placement", Key: []string{"olt_id", "execution_id"}},
 				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}},
-				{Name: "onu_walk_seen", Key: []string{"olt_id", "attempt", "seq"}},
 				{Name: "onu_walks", Key: []string{"olt_id"}},
 			},
-			Scratch: []string{"onu_event_outbox", "pending_events"},
+			// onu_walk_seen: a walk's records in progress, one row per
+			// transaction, so how many rows depends on how the live
+			// projector grouped its batches; the rebuild fills a copy of
+			// its own for its end-of-walk checks, and the live one, at
+			// the live checkpoint the shadow catches up to, stays.
+			Scratch: []string{"onu_event_outbox", "pending_events", "onu_walk_seen"},
 			// The shadow's onu_history is pruned as the live pruner prunes
 			// it (cfg.HistoryRetention; 0: nothing). No Window: onu_data is
 			// every ONU's latest state, which a stream that lost old
