@@ -3,6 +3,7 @@ package streams
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -103,24 +104,29 @@ func CheckSubject(subject string, env Envelope) error {
 	return checkSubject(subject, env, nil)
 }
 
-// subjectFielder is a payload that answers its subject fields itself, so
-// the check does not parse its data a second time (a varbind batch is the
-// biggest message there is).
-type subjectFielder interface {
-	subjectField(name string) (string, bool)
-}
-
-// subjectField answers the one field a varbind batch's subject names.
-func (b VarbindBatch) subjectField(name string) (string, bool) {
-	if name == "olt_id" {
-		return b.OLTID, true
+// payloadField answers a subject field from the decoded payload: its
+// top-level string field of that JSON name, which decoding the data filled
+// from the same key the check would read. ok false: the payload has no
+// such field, and the data is parsed for it.
+func payloadField(payload any, name string) (string, bool) {
+	v := reflect.ValueOf(payload)
+	if v.Kind() != reflect.Struct {
+		return "", false
+	}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name && f.IsExported() && !f.Anonymous && f.Type.Kind() == reflect.String {
+			return v.Field(i).String(), true
+		}
 	}
 	return "", false
 }
 
 // checkSubject is CheckSubject with the decoded payload's own fields when
-// it has them (nil: parsed from the data).
-func checkSubject(subject string, env Envelope, decoded subjectFielder) error {
+// it has them (nil: parsed from the data): an event's data is parsed once.
+func checkSubject(subject string, env Envelope, decoded any) error {
 	pattern, ok := SubjectPattern(env.Type)
 	if !ok {
 		return nil
@@ -146,7 +152,7 @@ func checkSubject(subject string, env Envelope, decoded subjectFielder) error {
 			name := w[1 : len(w)-1]
 			v, ok := "", false
 			if decoded != nil {
-				v, ok = decoded.subjectField(name)
+				v, ok = payloadField(decoded, name)
 			}
 			if !ok {
 				if fields == nil {
@@ -177,8 +183,7 @@ func DecodeOn[T Event](subject string, b []byte) (Envelope, T, error) {
 	if err != nil {
 		return env, payload, err
 	}
-	decoded, _ := any(payload).(subjectFielder)
-	if err := checkSubject(subject, env, decoded); err != nil {
+	if err := checkSubject(subject, env, payload); err != nil {
 		return env, payload, err
 	}
 	return env, payload, nil
