@@ -18,10 +18,25 @@ import (
 )
 
 // readModels collects every rebuildable read model: each service
-// registers its own (projector.ReadModels, auditor.ReadModels).
-func readModels(log zerolog.Logger) (*projection.Registry, error) {
+// registers its own (projector.ReadModels, auditor.ReadModels). The
+// shadow of onu_data prunes onu_history as the live projector does, by
+// FACHO_HISTORY_RETENTION (default a year; 0 keeps it all): a rebuild must
+// not bring back what retention deleted.
+func readModels(log zerolog.Logger, getenv func(string) string) (*projection.Registry, error) {
 	var reg projection.Registry
-	pm, err := projector.ReadModels(projector.Config{}, log)
+	retention := projector.DefaultHistoryRetention
+	if v := getenv("FACHO_HISTORY_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, fmt.Errorf("FACHO_HISTORY_RETENTION %q: %w", v, err)
+		}
+		retention = d
+	}
+	pcfg := projector.Config{HistoryRetention: retention}
+	if err := pcfg.WithDefaults().Validate(); err != nil {
+		return nil, err
+	}
+	pm, err := projector.ReadModels(pcfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +52,7 @@ func readModels(log zerolog.Logger) (*projection.Registry, error) {
 
 func runRebuild(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	log := cliLogger(getenv, stderr)
-	reg, err := readModels(log)
+	reg, err := readModels(log, getenv)
 	if err != nil {
 		return err
 	}
@@ -73,7 +88,7 @@ func runRebuild(ctx context.Context, args []string, getenv func(string) string, 
 	model, ok := reg.Lookup(name)
 	if !ok {
 		if name == "onu_history" {
-			return fmt.Errorf("rebuild: %s is not a read model of this version yet (rebuildable: %s)", name, strings.Join(reg.Names(), ", "))
+			return fmt.Errorf("rebuild: onu_history is rebuilt with onu_data, from the same varbind stream: facho rebuild onu_data")
 		}
 		return fmt.Errorf("rebuild: unknown read model %q (rebuildable: %s)", name, strings.Join(reg.Names(), ", "))
 	}

@@ -261,7 +261,7 @@ func TestRebuildAndExportCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"rebuild", "onu_history"}, "not a read model of this version yet"},
+		{[]string{"rebuild", "onu_history"}, "facho rebuild onu_data"},
 		{[]string{"rebuild", "nothing"}, "unknown read model"},
 		{[]string{"rebuild"}, "which read model?"},
 	} {
@@ -269,6 +269,15 @@ func TestRebuildAndExportCommands(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
+	// The shadow prunes onu_history as the projector does: a retention it
+	// would refuse is refused, naming the variable.
+	for _, bad := range []string{"-1h", "10m", "a year"} {
+		vars["FACHO_HISTORY_RETENTION"] = bad
+		if err := run(context.Background(), []string{"rebuild", "onu_data", "--dry-run"}, withDB, &out, &errOut); err == nil || !strings.Contains(err.Error(), "FACHO_HISTORY_RETENTION") {
+			t.Errorf("FACHO_HISTORY_RETENTION=%s: %v, want an error naming it", bad, err)
+		}
+	}
+	delete(vars, "FACHO_HISTORY_RETENTION")
 	db, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
