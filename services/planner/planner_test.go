@@ -146,7 +146,7 @@ func (f *finisher) ended(id string) time.Time {
 // stop returns true or the deadline passes.
 func collect(t *testing.T, js jetstream.JetStream, stream, filter string, stop func([]streams.Envelope) bool) []streams.Envelope {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
