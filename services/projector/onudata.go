@@ -256,18 +256,26 @@ func loadONUs(ctx context.Context, tx pgx.Tx, olt string, keySet map[ONUKey]stru
 	if len(keySet) == 0 {
 		return out, nil
 	}
-	pons := make([]int64, 0, len(keySet))
-	onus := make([]int64, 0, len(keySet))
+	// The distinct PONs and ONU ids, probed as = ANY on the primary key:
+	// an index scan whatever the table's statistics (a join with the key
+	// pairs became a nested loop of a million comparisons on a table not
+	// analyzed yet). Rows of pairs not asked for are skipped.
+	ponSet, onuSet := map[int64]bool{}, map[int64]bool{}
 	for k := range keySet {
-		pons, onus = append(pons, k.PonIndex), append(onus, k.ONUID)
+		ponSet[k.PonIndex], onuSet[k.ONUID] = true, true
+	}
+	pons, onus := make([]int64, 0, len(ponSet)), make([]int64, 0, len(onuSet))
+	for p := range ponSet {
+		pons = append(pons, p)
+	}
+	for o := range onuSet {
+		onus = append(onus, o)
 	}
 	rows, err := tx.Query(ctx, `SELECT o.pon_index, o.onu_id, o.serial, o.description, o.status, o.rx_power_dbm,
 		o.onu_index, o.port_name, o.name, o.tx_power_dbm, o.olt_rx_power_dbm, o.distance_m, o.temperature_c, o.voltage_v, o.bias_ma,
 		o.last_down_cause, o.last_down_at, o.last_up_at, o.model, o.firmware, o.removed_at,
 		o.first_seen, o.last_seen, o.last_execution_id
-		FROM onu_data o JOIN unnest($2::bigint[], $3::bigint[]) AS k(pon_index, onu_id)
-		ON o.pon_index = k.pon_index AND o.onu_id = k.onu_id
-		WHERE o.olt_id = $1`, olt, pons, onus)
+		FROM onu_data o WHERE o.olt_id = $1 AND o.pon_index = ANY($2::bigint[]) AND o.onu_id = ANY($3::bigint[])`, olt, pons, onus)
 	if err != nil {
 		return nil, fmt.Errorf("read onu_data of olt %s: %w", olt, err)
 	}
@@ -282,7 +290,9 @@ func loadONUs(ctx context.Context, tx pgx.Tx, olt string, keySet map[ONUKey]stru
 			&r.FirstSeen, &r.LastSeen, &r.LastExec); err != nil {
 			return nil, fmt.Errorf("scan onu_data of olt %s: %w", olt, err)
 		}
-		out[k] = r
+		if _, asked := keySet[k]; asked {
+			out[k] = r
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read onu_data of olt %s: %w", olt, err)

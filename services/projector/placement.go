@@ -113,16 +113,23 @@ func readsONUTable(b streams.VarbindBatch) bool {
 // markRemoved runs on the Last batch of a complete walk of the ONU table:
 // every ONU of the OLT this attempt did not read is marked removed (when)
 // and gets a "removed" change; a removed ONU seen again is present again.
-func markRemoved(ctx context.Context, tx pgx.Tx, oltID, seenBy string, at time.Time) ([]onuChange, error) {
+func markRemoved(ctx context.Context, tx pgx.Tx, oltID, attempt string, at time.Time) ([]onuChange, error) {
 	// What the attempt read is in onu_walk_seen (walkseen.go), this
-	// transaction's batches included.
-	rows, err := tx.Query(ctx, `WITH seen AS (
-			SELECT k.pon_index, k.onu_id FROM onu_walk_seen s, unnest(s.pon_index, s.onu_id) AS k(pon_index, onu_id)
-			WHERE s.olt_id = $1 AND s.attempt = $2)
-		UPDATE onu_data o SET removed_at = $3
-		WHERE o.olt_id = $1 AND o.removed_at IS NULL
-		AND NOT EXISTS (SELECT 1 FROM seen WHERE seen.pon_index = o.pon_index AND seen.onu_id = o.onu_id)
-		RETURNING o.pon_index, o.onu_id, o.serial, o.description, o.status, o.rx_power_dbm, o.onu_index, o.port_name`, oltID, seenBy, at)
+	// transaction's batches included; the difference is taken here (see
+	// clearUnreadRx).
+	reads, err := loadWalkReads(ctx, tx, oltID, attempt)
+	if err != nil {
+		return nil, err
+	}
+	gone, err := keysWhere(ctx, tx, oltID, "removed_at IS NULL", func(k ONUKey) bool { return !reads.seen[k] })
+	if err != nil || len(gone) == 0 {
+		return nil, err
+	}
+	pons, onus := keyArrays(gone)
+	rows, err := tx.Query(ctx, `UPDATE onu_data o SET removed_at = $4
+		FROM unnest($2::bigint[], $3::bigint[]) AS k(pon_index, onu_id)
+		WHERE o.olt_id = $1 AND o.pon_index = k.pon_index AND o.onu_id = k.onu_id AND o.removed_at IS NULL
+		RETURNING o.pon_index, o.onu_id, o.serial, o.description, o.status, o.rx_power_dbm, o.onu_index, o.port_name`, oltID, pons, onus, at)
 	if err != nil {
 		return nil, fmt.Errorf("mark removed onus of olt %s: %w", oltID, err)
 	}

@@ -41,16 +41,25 @@ func readsRx(b streams.VarbindBatch) bool {
 //
 // Applying it again changes nothing: the rows are NULL already (and the
 // checkpoint skips a redelivery anyway).
-func clearUnreadRx(ctx context.Context, tx pgx.Tx, oltID, seenBy string) ([]onuChange, error) {
-	rows, err := tx.Query(ctx, `WITH rx AS (
-			SELECT k.pon_index, k.onu_id FROM onu_walk_seen s, unnest(s.pon_index, s.onu_id, s.rx_read) AS k(pon_index, onu_id, rx_read)
-			WHERE s.olt_id = $1 AND s.attempt = $2 AND k.rx_read)
-		UPDATE onu_data o SET rx_power_dbm = NULL
+func clearUnreadRx(ctx context.Context, tx pgx.Tx, oltID, attempt string) ([]onuChange, error) {
+	reads, err := loadWalkReads(ctx, tx, oltID, attempt)
+	if err != nil {
+		return nil, err
+	}
+	// The difference is taken here, not by the planner: on a table whose
+	// statistics are not gathered yet it picked a nested-loop anti join,
+	// a million comparisons per walk.
+	unread, err := keysWhere(ctx, tx, oltID, "rx_power_dbm IS NOT NULL", func(k ONUKey) bool { return !reads.rx[k] })
+	if err != nil || len(unread) == 0 {
+		return nil, err
+	}
+	pons, onus := keyArrays(unread)
+	rows, err := tx.Query(ctx, `UPDATE onu_data o SET rx_power_dbm = NULL
 		FROM (SELECT d.pon_index, d.onu_id, d.rx_power_dbm FROM onu_data d
-		      WHERE d.olt_id = $1 AND d.rx_power_dbm IS NOT NULL
-		      AND NOT EXISTS (SELECT 1 FROM rx WHERE rx.pon_index = d.pon_index AND rx.onu_id = d.onu_id) FOR UPDATE OF d) old
+		      JOIN unnest($2::bigint[], $3::bigint[]) AS k(pon_index, onu_id) ON d.pon_index = k.pon_index AND d.onu_id = k.onu_id
+		      WHERE d.olt_id = $1 AND d.rx_power_dbm IS NOT NULL FOR UPDATE OF d) old
 		WHERE o.olt_id = $1 AND o.pon_index = old.pon_index AND o.onu_id = old.onu_id
-		RETURNING o.pon_index, o.onu_id, o.serial, o.description, o.status, old.rx_power_dbm`, oltID, seenBy)
+		RETURNING o.pon_index, o.onu_id, o.serial, o.description, o.status, old.rx_power_dbm`, oltID, pons, onus)
 	if err != nil {
 		return nil, fmt.Errorf("clear unread rx power of olt %s: %w", oltID, err)
 	}

@@ -88,3 +88,72 @@ func endWalk(ctx context.Context, tx pgx.Tx, olt, executionID string, at time.Ti
 	}
 	return nil
 }
+
+// walkReads is what one attempt read of an OLT: the ONUs, and those whose
+// Rx power it read.
+type walkReads struct {
+	seen, rx map[ONUKey]bool
+}
+
+// loadWalkReads reads the attempt's records.
+func loadWalkReads(ctx context.Context, tx pgx.Tx, olt, attempt string) (walkReads, error) {
+	r := walkReads{seen: map[ONUKey]bool{}, rx: map[ONUKey]bool{}}
+	rows, err := tx.Query(ctx, `SELECT pon_index, onu_id, rx_read FROM onu_walk_seen WHERE olt_id = $1 AND attempt = $2`, olt, attempt)
+	if err != nil {
+		return r, fmt.Errorf("read what attempt %s of olt %s read: %w", attempt, olt, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pons, onus []int64
+		var rx []bool
+		if err := rows.Scan(&pons, &onus, &rx); err != nil {
+			return r, fmt.Errorf("read what attempt %s of olt %s read: %w", attempt, olt, err)
+		}
+		if len(onus) != len(pons) || len(rx) != len(pons) {
+			return r, fmt.Errorf("read what attempt %s of olt %s read: arrays of %d, %d and %d keys", attempt, olt, len(pons), len(onus), len(rx))
+		}
+		for i := range pons {
+			k := ONUKey{PonIndex: pons[i], ONUID: onus[i]}
+			r.seen[k] = true
+			if rx[i] {
+				r.rx[k] = true
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return r, fmt.Errorf("read what attempt %s of olt %s read: %w", attempt, olt, err)
+	}
+	return r, nil
+}
+
+// keysWhere lists the OLT's ONUs matching cond (SQL on onu_data) that keep
+// says to keep, in key order.
+func keysWhere(ctx context.Context, tx pgx.Tx, olt, cond string, keep func(ONUKey) bool) ([]ONUKey, error) {
+	rows, err := tx.Query(ctx, `SELECT pon_index, onu_id FROM onu_data WHERE olt_id = $1 AND `+cond+` ORDER BY pon_index, onu_id`, olt)
+	if err != nil {
+		return nil, fmt.Errorf("list onus of olt %s: %w", olt, err)
+	}
+	defer rows.Close()
+	var out []ONUKey
+	for rows.Next() {
+		var k ONUKey
+		if err := rows.Scan(&k.PonIndex, &k.ONUID); err != nil {
+			return nil, fmt.Errorf("list onus of olt %s: %w", olt, err)
+		}
+		if keep(k) {
+			out = append(out, k)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list onus of olt %s: %w", olt, err)
+	}
+	return out, nil
+}
+
+func keyArrays(keys []ONUKey) (pons, onus []int64) {
+	pons, onus = make([]int64, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		pons[i], onus[i] = k.PonIndex, k.ONUID
+	}
+	return pons, onus
+}
