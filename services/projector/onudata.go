@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -536,4 +537,31 @@ func changeEvents(source string, seq uint64, b streams.VarbindBatch, changes []o
 		rows = append(rows, outboxRow{MsgID: id, Subject: streams.SubjectONU(b.OLTID, c.Change), Payload: payload})
 	}
 	return rows, nil
+}
+
+// applyVarbindBatch is the onu_data rebuild's batch form of a run of one
+// OLT's batches (projection.Source.ApplyBatch): they are applied as the
+// live projector applies a group, by applyVarbinds, each ONU row read once
+// and written once per segment; a malformed batch is counted and skipped,
+// as its live consumer dead-lettered it.
+func (p *projector) applyVarbindBatch(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
+	var res projection.BatchResult
+	vms := make([]vbMsg, 0, len(msgs))
+	for _, m := range msgs {
+		vm, err := decodeVarbindMsg(m.Subject, m.Seq, m.Data)
+		if err != nil {
+			if !errors.Is(err, streams.ErrMalformed) {
+				return res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
+			}
+			res.Malformed++
+			continue
+		}
+		vms = append(vms, vm)
+	}
+	res.Applied = len(vms)
+	if len(vms) == 0 {
+		return res, nil
+	}
+	_, err := p.applyVarbinds(ctx, tx, vms)
+	return res, err
 }

@@ -34,7 +34,7 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			Description: "current state of every ONU, from the raw varbinds",
 			Sources: []projection.Source{
 				{Stream: streams.StreamVarbinds, Consumer: streams.ConsumerProjectorVarbinds, Decode: projection.SubjectChecked(p.decodeVarbinds),
-					Partition: projection.SubjectToken(2)}, // facho.varbinds.<olt>: rows of that OLT
+					Partition: projection.SubjectToken(2), ApplyBatch: p.applyVarbindBatch}, // facho.varbinds.<olt>: rows of that OLT
 			},
 			Tables: []projection.Table{
 				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},

@@ -205,3 +205,94 @@ func TestRebuildBatchEqualsPerMessage(t *testing.T) {
 		}
 	}
 }
+
+// The onu_data rebuild's batch form (applyVarbindBatch: a run of one OLT's
+// batches applied as the live projector applies a group) leaves exactly
+// what applying each batch alone does: walks of 3 batches ending with a
+// Last batch, over 6 OLTs, in which ONUs change status and power, lose and
+// regain their optical row, disappear (removed by the Last batch) and come
+// back, with a malformed batch among them.
+func TestRebuildONUDataBatchEqualsPerMessage(t *testing.T) {
+	r := newRig(t)
+	g := &workGen{t: t, js: r.js, base: time.Now().UTC().Truncate(time.Second).Add(-time.Hour)}
+	walks := 40
+	if raceEnabled {
+		walks = 10
+	}
+	msgs := 0
+	for w := 0; w < walks; w++ {
+		for o := 0; o < 6; o++ {
+			olt := fmt.Sprintf("olt-%d", o)
+			exec := fmt.Sprintf("walk-%s-%d", olt, w)
+			at := g.base.Add(time.Duration(w) * time.Minute)
+			var onus []huaweiONU
+			for i := 0; i < 18; i++ {
+				if (i+w)%13 == 0 {
+					continue // not on the OLT this walk: removed, back later
+				}
+				onus = append(onus, huaweiONU{id: int64(i), serial: uint32(100*o + i), desc: fmt.Sprintf("c%d", i),
+					online: (i+w+o)%5 != 0, rx: -2000 - int64((i*w+o)%7)})
+			}
+			for b := 0; b < 3; b++ {
+				part := onus[b*len(onus)/3 : (b+1)*len(onus)/3]
+				vb := batch(olt, exec, b+1, at.Add(time.Duration(b)*time.Second), part...)
+				vb.LeaseRevision, vb.Last = uint64(w+1), b == 2
+				if (w+o)%4 == 0 { // no optical row for the offline ONUs
+					var keep []streams.Varbind
+					for i, v := range vb.Varbinds {
+						if i%4 == 3 && !part[i/4].online {
+							continue
+						}
+						keep = append(keep, v)
+					}
+					vb.Varbinds = keep
+				}
+				g.pub(streams.SubjectVarbinds(olt), vb)
+				msgs++
+			}
+		}
+		if w == walks/2 {
+			g.publishRaw(streams.SubjectVarbinds("olt-1"), []byte(`{"not":"an envelope"}`))
+		}
+		g.wait()
+	}
+	ctx := context.Background()
+	model := r.readModel(ReadModelONUData)
+	ref, err := replay.Rebuild(ctx, r.js, r.pool, model, replay.RebuildOptions{PerMessage: true, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("message by message: %s", ref.String())
+	if !ref.Swapped {
+		t.Fatalf("reference rebuild not swapped in: %v", ref)
+	}
+	rep, err := replay.Rebuild(ctx, r.js, r.pool, model, replay.RebuildOptions{DryRun: true, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("batch form: %s", rep.String())
+	if !rep.Identical {
+		t.Errorf("batch rebuild differs from the per-message one:\n%s", rep)
+	}
+	for i, s := range rep.Sources {
+		rs := ref.Sources[i]
+		if s.Applied != rs.Applied || s.Malformed != rs.Malformed || s.Applied != uint64(msgs) || s.Malformed != 1 {
+			t.Errorf("%s: batch counts %+v, per message %+v, published %d (+1 malformed)", s.Stream, s, rs, msgs)
+		}
+	}
+	for _, tr := range rep.Tables {
+		if tr.LiveRows == 0 || tr.Differing != 0 {
+			t.Errorf("%+v", tr)
+		}
+	}
+	// The shapes happened: removals, Rx cleared, history of each.
+	for q, min := range map[string]int64{
+		`SELECT count(*) FROM onu_history WHERE field = 'removed_at' AND new_value IS NOT NULL`: 6,
+		`SELECT count(*) FROM onu_history WHERE field = 'rx_power_dbm' AND new_value IS NULL`:   6,
+		`SELECT count(*) FROM onu_history WHERE field = 'status'`:                               50,
+	} {
+		if got := r.count(q); got < min {
+			t.Errorf("%s = %d, want at least %d", q, got, min)
+		}
+	}
+}
