@@ -101,7 +101,7 @@ func (f subjectFields) get(name string) (string, bool) {
 // entity's subject cannot change another. The error wraps ErrMalformed.
 // A type this version does not know passes: its consumer decides.
 func CheckSubject(subject string, env Envelope) error {
-	return checkSubject(subject, env, nil)
+	return CheckSubjectWith(subject, env, nil)
 }
 
 // payloadField answers a subject field from the decoded payload: its
@@ -124,9 +124,10 @@ func payloadField(payload any, name string) (string, bool) {
 	return "", false
 }
 
-// checkSubject is CheckSubject with the decoded payload's own fields when
-// it has them (nil: parsed from the data): an event's data is parsed once.
-func checkSubject(subject string, env Envelope, decoded any) error {
+// CheckSubjectWith is CheckSubject for an event whose data was decoded
+// already: field answers the subject's fields from it (false, or field
+// nil: parsed from the data), so the data is parsed once.
+func CheckSubjectWith(subject string, env Envelope, field func(name string) (string, bool)) error {
 	pattern, ok := SubjectPattern(env.Type)
 	if !ok {
 		return nil
@@ -151,8 +152,8 @@ func checkSubject(subject string, env Envelope, decoded any) error {
 		case strings.HasPrefix(w, "{") && strings.HasSuffix(w, "}"):
 			name := w[1 : len(w)-1]
 			v, ok := "", false
-			if decoded != nil {
-				v, ok = payloadField(decoded, name)
+			if field != nil {
+				v, ok = field(name)
 			}
 			if !ok {
 				if fields == nil {
@@ -183,7 +184,7 @@ func DecodeOn[T Event](subject string, b []byte) (Envelope, T, error) {
 	if err != nil {
 		return env, payload, err
 	}
-	if err := checkSubject(subject, env, payload); err != nil {
+	if err := CheckSubjectWith(subject, env, func(name string) (string, bool) { return payloadField(payload, name) }); err != nil {
 		return env, payload, err
 	}
 	return env, payload, nil

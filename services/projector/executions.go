@@ -113,6 +113,14 @@ func decodeExecEvent(data []byte) (execEvent, error) {
 	return decodeExecEnv(env)
 }
 
+// subjectField answers the fields an execution event's subject names.
+func (ev execEvent) subjectField(name string) (string, bool) {
+	if name == "olt_id" {
+		return ev.OLTID, true
+	}
+	return "", false
+}
+
 // decodeExecEnv is decodeExecEvent of an envelope already decoded.
 func decodeExecEnv(env streams.Envelope) (execEvent, error) {
 	if env.Version != 1 {
@@ -442,12 +450,14 @@ func (p *projector) applyExecBatch(ctx context.Context, tx pgx.Tx, msgs []jsrout
 	seen := map[string]bool{}
 	for _, m := range msgs {
 		env, err := streams.DecodeEnvelope(m.Data)
-		if err == nil {
-			err = streams.CheckSubject(m.Subject, env)
-		}
 		var ev execEvent
 		if err == nil {
 			ev, err = decodeExecEnv(env)
+		}
+		if err == nil {
+			// The subject against the decoded event (facho.exec.<olt_id>.
+			// <phase>): its data is not parsed a second time for it.
+			err = streams.CheckSubjectWith(m.Subject, env, ev.subjectField)
 		}
 		if err != nil {
 			if !errors.Is(err, streams.ErrMalformed) {
