@@ -107,42 +107,23 @@ func TestInterruptedExecutionIsRetried(t *testing.T) {
 // does (stale.go: the interrupted event first).
 func startKiller(t *testing.T, ctx context.Context, js jetstream.JetStream, cancelled map[string]bool) {
 	t.Helper()
-	cons, err := js.OrderedConsumer(ctx, streams.StreamSchedule, jetstream.OrderedConsumerConfig{FilterSubjects: []string{streams.SubjectsNodeDue}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			msg, err := cons.Next(jetstream.FetchMaxWait(200 * time.Millisecond))
-			if err != nil {
-				continue
+	onNodeDue(t, ctx, js, func(nd streams.NodeDue) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		pub := func(phase string, id string, ev streams.Event) {
+			b, _ := streams.Encode("test", now, ev)
+			if _, err := js.Publish(ctx, streams.SubjectExec(nd.OLTID, phase), b, jetstream.WithMsgID(id)); err != nil && ctx.Err() == nil {
+				t.Errorf("publish %s: %v", phase, err)
 			}
-			_, nd, err := streams.Decode[streams.NodeDue](msg.Data())
-			if err != nil {
-				t.Errorf("decode NodeDue: %v", err)
-				return
-			}
-			now := time.Now().UTC().Truncate(time.Millisecond)
-			pub := func(phase string, id string, ev streams.Event) {
-				b, _ := streams.Encode("test", now, ev)
-				if _, err := js.Publish(ctx, streams.SubjectExec(nd.OLTID, phase), b, jetstream.WithMsgID(id)); err != nil && ctx.Err() == nil {
-					t.Errorf("publish %s: %v", phase, err)
-				}
-			}
-			pub(streams.PhaseInterrupted, streams.MsgID(nd.ExecutionID, nd.Attempt, streams.PhaseInterrupted), streams.ExecutionInterrupted{
-				ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID, PollerID: "doomed", Attempt: nd.Attempt,
-				LeaseRevision: 7, StartedAt: now.Add(-time.Second), InterruptedAt: now, DetectedBy: "survivor",
-				Reason: "lease expired", Cancelled: cancelled[nd.JobID]})
-			if cancelled[nd.JobID] {
-				continue // final: no redelivery
-			}
-			pub(streams.PhaseSkipped, streams.MsgID(nd.ExecutionID, nd.Attempt, streams.PhaseSkipped), streams.ExecutionSkipped{
-				ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID, PollerID: "survivor",
-				ScheduledAt: nd.ScheduledAt, SkippedAt: now, Reason: "stale"})
 		}
-	}()
-	t.Cleanup(wg.Wait)
+		pub(streams.PhaseInterrupted, streams.MsgID(nd.ExecutionID, nd.Attempt, streams.PhaseInterrupted), streams.ExecutionInterrupted{
+			ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID, PollerID: "doomed", Attempt: nd.Attempt,
+			LeaseRevision: 7, StartedAt: now.Add(-time.Second), InterruptedAt: now, DetectedBy: "survivor",
+			Reason: "lease expired", Cancelled: cancelled[nd.JobID]})
+		if cancelled[nd.JobID] {
+			return // final: no redelivery
+		}
+		pub(streams.PhaseSkipped, streams.MsgID(nd.ExecutionID, nd.Attempt, streams.PhaseSkipped), streams.ExecutionSkipped{
+			ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID, PollerID: "survivor",
+			ScheduledAt: nd.ScheduledAt, SkippedAt: now, Reason: "stale"})
+	})
 }

@@ -94,6 +94,33 @@ func startFinisher(t *testing.T, ctx context.Context, js jetstream.JetStream, ru
 func startFinisherOutcome(t *testing.T, ctx context.Context, js jetstream.JetStream, runFor time.Duration, fail bool) *finisher {
 	t.Helper()
 	f := &finisher{end: map[string]time.Time{}}
+	onNodeDue(t, ctx, js, func(nd streams.NodeDue) {
+		time.Sleep(runFor)
+		end := time.Now().UTC().Truncate(time.Millisecond)
+		var ev streams.Event = streams.ExecutionSucceeded{ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID,
+			PollerID: "stub", Attempt: 1, StartedAt: end.Add(-runFor), FinishedAt: end}
+		phase := streams.PhaseSucceeded
+		if fail {
+			ev = streams.ExecutionFailed{ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID,
+				PollerID: "stub", Attempt: nd.Attempt, StartedAt: end.Add(-runFor), FinishedAt: end, Error: "no answer"}
+			phase = streams.PhaseFailed
+		}
+		b, _ := streams.Encode("test", end, ev)
+		f.mu.Lock()
+		f.end[nd.ExecutionID] = end
+		f.mu.Unlock()
+		if _, err := js.Publish(ctx, streams.SubjectExec(nd.OLTID, phase), b,
+			jetstream.WithMsgID(streams.MsgID(nd.ExecutionID, nd.Attempt, phase))); err != nil && ctx.Err() == nil {
+			t.Errorf("publish succeeded: %v", err)
+		}
+	})
+	return f
+}
+
+// onNodeDue plays a poller: fn gets every NodeDue the planner dispatches,
+// in order, until ctx ends (the test's cleanup waits for it).
+func onNodeDue(t *testing.T, ctx context.Context, js jetstream.JetStream, fn func(streams.NodeDue)) {
+	t.Helper()
 	cons, err := js.OrderedConsumer(ctx, streams.StreamSchedule, jetstream.OrderedConsumerConfig{FilterSubjects: []string{streams.SubjectsNodeDue}})
 	if err != nil {
 		t.Fatal(err)
@@ -112,28 +139,10 @@ func startFinisherOutcome(t *testing.T, ctx context.Context, js jetstream.JetStr
 				t.Errorf("decode NodeDue: %v", err)
 				return
 			}
-			time.Sleep(runFor)
-			end := time.Now().UTC().Truncate(time.Millisecond)
-			var ev streams.Event = streams.ExecutionSucceeded{ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID,
-				PollerID: "stub", Attempt: 1, StartedAt: end.Add(-runFor), FinishedAt: end}
-			phase := streams.PhaseSucceeded
-			if fail {
-				ev = streams.ExecutionFailed{ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID,
-					PollerID: "stub", Attempt: nd.Attempt, StartedAt: end.Add(-runFor), FinishedAt: end, Error: "no answer"}
-				phase = streams.PhaseFailed
-			}
-			b, _ := streams.Encode("test", end, ev)
-			f.mu.Lock()
-			f.end[nd.ExecutionID] = end
-			f.mu.Unlock()
-			if _, err := js.Publish(ctx, streams.SubjectExec(nd.OLTID, phase), b,
-				jetstream.WithMsgID(streams.MsgID(nd.ExecutionID, nd.Attempt, phase))); err != nil && ctx.Err() == nil {
-				t.Errorf("publish succeeded: %v", err)
-			}
+			fn(nd)
 		}
 	}()
 	t.Cleanup(wg.Wait)
-	return f
 }
 
 func (f *finisher) ended(id string) time.Time {

@@ -202,41 +202,39 @@ type parsedIndex struct {
 
 // place decodes one varbind of col into the fields of its ONU.
 func (d *Decoded) place(col *column, pi streams.ParsedIndex, vb streams.Varbind) {
-	{
-		key := ONUKey{PonIndex: pi.PonIndex, ONUID: pi.ONUID}
-		val, err := DecodeValue(col.spec.Decoder, vb)
-		if errors.Is(err, errNoValue) && vb.Type == streams.VTNoSuchInstance && col.spec.Field == streams.FieldRxPower {
-			// Only a get reads exceptions (a walk stops at them): the
-			// ONU's optical instance does not exist, i.e. no reading.
-			f := d.ONUs[key]
-			if f == nil {
-				f = &ONUFields{}
-				d.ONUs[key] = f
-			}
-			f.RxPowerSet, f.RxPowerDBm, f.RxGone = true, nil, true
-			return
-		}
-		if errors.Is(err, errNoValue) {
-			d.Skipped[SkipNoValue]++
-			return
-		}
-		if err != nil {
-			d.Skipped[SkipUndecodable]++
-			return
-		}
+	key := ONUKey{PonIndex: pi.PonIndex, ONUID: pi.ONUID}
+	val, err := DecodeValue(col.spec.Decoder, vb)
+	if errors.Is(err, errNoValue) && vb.Type == streams.VTNoSuchInstance && col.spec.Field == streams.FieldRxPower {
+		// Only a get reads exceptions (a walk stops at them): the
+		// ONU's optical instance does not exist, i.e. no reading.
 		f := d.ONUs[key]
 		if f == nil {
 			f = &ONUFields{}
+			d.ONUs[key] = f
 		}
-		if !f.set(col.spec.Field, val) {
-			d.Skipped[SkipUnknownField]++
-			return
-		}
-		if col.primary && f.Index == "" {
-			f.Index, f.PortName = pi.Index, pgText(pi.PortName)
-		}
-		d.ONUs[key] = f
+		f.RxPowerSet, f.RxPowerDBm, f.RxGone = true, nil, true
+		return
 	}
+	if errors.Is(err, errNoValue) {
+		d.Skipped[SkipNoValue]++
+		return
+	}
+	if err != nil {
+		d.Skipped[SkipUndecodable]++
+		return
+	}
+	f := d.ONUs[key]
+	if f == nil {
+		f = &ONUFields{}
+	}
+	if !f.set(col.spec.Field, val) {
+		d.Skipped[SkipUnknownField]++
+		return
+	}
+	if col.primary && f.Index == "" {
+		f.Index, f.PortName = pi.Index, pgText(pi.PortName)
+	}
+	d.ONUs[key] = f
 }
 
 type column struct {

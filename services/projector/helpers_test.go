@@ -42,16 +42,21 @@ func (r *rig) start() (stop func()) {
 // startWith runs the projector with cfg (test timings filled in).
 func (r *rig) startWith(cfg Config) (stop func()) {
 	r.t.Helper()
+	return r.runProjector(cfg, r.reg)
+}
+
+// runProjector runs a projector on the rig's database and streams with
+// cfg (test timings filled in) and registry reg: a second one, with a
+// registry of its own, stands by beside the first.
+func (r *rig) runProjector(cfg Config, reg *prometheus.Registry) (stop func()) {
+	r.t.Helper()
 	cfg.NackDelay, cfg.FetchWait = 100*time.Millisecond, 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	if hook := cfg.afterCommit; hook != nil {
 		cfg.afterCommit = func() { hook(); cancel() }
 	}
 	errc := make(chan error, 1)
-	go func() {
-		errc <- Run(ctx, cfg,
-			Deps{JS: r.js, DB: r.pool, Log: zerolog.Nop(), Registry: r.reg})
-	}()
+	go func() { errc <- Run(ctx, cfg, Deps{JS: r.js, DB: r.pool, Log: zerolog.Nop(), Registry: reg}) }()
 	stopped := false
 	stop = func() {
 		if stopped {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/facho-olt/facho/pkg/jsrouter"
@@ -36,11 +36,7 @@ const DefaultHistoryRetention = 365 * 24 * time.Hour
 const historyPruneLockName = "facho:onu-history-prune"
 
 // historyPruneLockKey is the advisory lock key of the history pruner.
-func historyPruneLockKey() int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(historyPruneLockName))
-	return int64(h.Sum64() >> 1)
-}
+func historyPruneLockKey() int64 { return advisoryLockKey(historyPruneLockName) }
 
 // historyPruneMetrics are the pruner's metrics.
 type historyPruneMetrics struct {
@@ -106,53 +102,25 @@ func (p *projector) runHistoryPrune(ctx context.Context, reg prometheus.Register
 // fails.
 func (h *historyPruner) holdAndPrune(ctx context.Context) error {
 	cfg := h.p.cfg
-	conn, err := h.p.db.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("acquire history prune connection: %w", err)
-	}
-	defer conn.Release()
-	standby := false
-	for {
-		var got bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, h.key).Scan(&got); err != nil {
-			return fmt.Errorf("take history prune lock: %w", err)
+	standby := func() { h.p.log.Info().Msg("another projector prunes onu_history; standing by") }
+	return holdLock(ctx, h.p.db, h.key, "history prune", min(cfg.HistoryPruneEvery, 10*time.Second), standby, func(conn *pgxpool.Conn) error {
+		h.metrics.leader.Set(1)
+		defer h.metrics.leader.Set(0)
+		h.p.log.Info().Int64("retention_s", int64(cfg.HistoryRetention/time.Second)).Int64("every_s", int64(cfg.HistoryPruneEvery/time.Second)).
+			Int("batch_rows", cfg.HistoryPruneBatch).Msg("onu_history pruning leading")
+		t := time.NewTicker(cfg.HistoryPruneEvery)
+		defer t.Stop()
+		for {
+			if err := h.pass(ctx, conn.Conn()); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
 		}
-		if got {
-			break
-		}
-		if !standby {
-			h.p.log.Info().Msg("another projector prunes onu_history; standing by")
-			standby = true
-		}
-		if !sleepCtx(ctx, min(cfg.HistoryPruneEvery, 10*time.Second)) {
-			return ctx.Err()
-		}
-	}
-	defer func() {
-		// A pooled connection must not keep the lock.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, h.key); err != nil {
-			conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
-		}
-	}()
-	h.metrics.leader.Set(1)
-	defer h.metrics.leader.Set(0)
-	h.p.log.Info().Int64("retention_s", int64(cfg.HistoryRetention/time.Second)).Int64("every_s", int64(cfg.HistoryPruneEvery/time.Second)).
-		Int("batch_rows", cfg.HistoryPruneBatch).Msg("onu_history pruning leading")
-
-	t := time.NewTicker(cfg.HistoryPruneEvery)
-	defer t.Stop()
-	for {
-		if err := h.pass(ctx, conn.Conn()); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // pass deletes what is older than the retention now, and logs it.

@@ -58,29 +58,6 @@ func (r *rig) countHistoryBefore(before time.Time) int {
 	return n
 }
 
-// runProjector runs a second projector on the rig's database and streams,
-// with a registry of its own.
-func (r *rig) runProjector(cfg Config, reg *prometheus.Registry) (stop func()) {
-	r.t.Helper()
-	cfg.NackDelay, cfg.FetchWait = 100*time.Millisecond, 100*time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- Run(ctx, cfg, Deps{JS: r.js, DB: r.pool, Log: zerolog.Nop(), Registry: reg}) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-errc; err != nil {
-			r.t.Errorf("Run: %v", err)
-		}
-	}
-	r.t.Cleanup(stop)
-	return stop
-}
-
 // gaugeOf is the value of the gauge or counter name (-1: not registered).
 func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()

@@ -155,15 +155,23 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 	for i, m := range ms {
 		b := m.Batch
 		changes := perMsg[i]
+		var reads walkReads
+		if b.Last && tracksWalk(b) {
+			// What the attempt read, for both end-of-walk checks.
+			var err error
+			if reads, err = loadWalkReads(ctx, tx, olt, rxReader(b)); err != nil {
+				return nil, err
+			}
+		}
 		if b.Last && readsRx(b) {
-			cleared, err := clearUnreadRx(ctx, tx, olt, rxReader(b))
+			cleared, err := clearUnreadRx(ctx, tx, olt, reads)
 			if err != nil {
 				return nil, err
 			}
 			changes = withCleared(changes, cleared)
 		}
 		if b.Last && readsONUTable(b) {
-			removed, err := markRemoved(ctx, tx, olt, rxReader(b), b.CollectedAt.UTC())
+			removed, err := markRemoved(ctx, tx, olt, reads, b.CollectedAt.UTC())
 			if err != nil {
 				return nil, err
 			}

@@ -113,14 +113,10 @@ func readsONUTable(b streams.VarbindBatch) bool {
 // markRemoved runs on the Last batch of a complete walk of the ONU table:
 // every ONU of the OLT this attempt did not read is marked removed (when)
 // and gets a "removed" change; a removed ONU seen again is present again.
-func markRemoved(ctx context.Context, tx pgx.Tx, oltID, attempt string, at time.Time) ([]onuChange, error) {
-	// What the attempt read is in onu_walk_seen (walkseen.go), this
-	// transaction's batches included; the difference is taken here (see
-	// clearUnreadRx).
-	reads, err := loadWalkReads(ctx, tx, oltID, attempt)
-	if err != nil {
-		return nil, err
-	}
+//
+// reads is what the attempt read (onu_walk_seen, this transaction's
+// batches included); the difference is taken here (see clearUnreadRx).
+func markRemoved(ctx context.Context, tx pgx.Tx, oltID string, reads walkReads, at time.Time) ([]onuChange, error) {
 	gone, err := keysWhere(ctx, tx, oltID, "removed_at IS NULL", func(k ONUKey) bool { return !reads.seen[k] })
 	if err != nil || len(gone) == 0 {
 		return nil, err

@@ -41,11 +41,9 @@ func readsRx(b streams.VarbindBatch) bool {
 //
 // Applying it again changes nothing: the rows are NULL already (and the
 // checkpoint skips a redelivery anyway).
-func clearUnreadRx(ctx context.Context, tx pgx.Tx, oltID, attempt string) ([]onuChange, error) {
-	reads, err := loadWalkReads(ctx, tx, oltID, attempt)
-	if err != nil {
-		return nil, err
-	}
+//
+// reads is what the attempt read (loadWalkReads).
+func clearUnreadRx(ctx context.Context, tx pgx.Tx, oltID string, reads walkReads) ([]onuChange, error) {
 	// The difference is taken here, not by the planner: on a table whose
 	// statistics are not gathered yet it picked a nested-loop anti join,
 	// a million comparisons per walk.

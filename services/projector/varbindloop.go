@@ -50,11 +50,7 @@ import (
 // copies).
 
 // advisory lock key of the varbind projection's holder.
-var varbindLockKey = func() int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte("facho:" + streams.ConsumerProjectorVarbinds))
-	return int64(h.Sum64() >> 1)
-}()
+var varbindLockKey = advisoryLockKey("facho:" + streams.ConsumerProjectorVarbinds)
 
 // groupItem is one message of a group: decoded, with its JetStream handle
 // (nil for a message read from the stream at start).
@@ -89,40 +85,14 @@ func (p *projector) runVarbinds(ctx context.Context) error {
 }
 
 func (l *varbindLoop) holdAndLead(ctx context.Context) error {
-	conn, err := l.db.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("acquire lock connection: %w", err)
+	standby := func() {
+		l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Msg("another projector holds the varbind projection; standing by")
 	}
-	defer conn.Release()
-	standby := false
-	for {
-		var got bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, varbindLockKey).Scan(&got); err != nil {
-			return fmt.Errorf("take varbind projection lock: %w", err)
-		}
-		if got {
-			break
-		}
-		if !standby {
-			l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Msg("another projector holds the varbind projection; standing by")
-			standby = true
-		}
-		if !sleepCtx(ctx, time.Second) {
-			return ctx.Err()
-		}
-	}
-	defer func() {
-		// Released with the connection otherwise; a pooled connection
-		// must not keep it.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, varbindLockKey); err != nil {
-			conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
-		}
-	}()
-	l.p.metrics.varbindLeader.Set(1)
-	defer l.p.metrics.varbindLeader.Set(0)
-	return l.lead(ctx, conn)
+	return holdLock(ctx, l.db, varbindLockKey, "varbind projection", time.Second, standby, func(conn *pgxpool.Conn) error {
+		l.p.metrics.varbindLeader.Set(1)
+		defer l.p.metrics.varbindLeader.Set(0)
+		return l.lead(ctx, conn)
+	})
 }
 
 func (l *varbindLoop) lead(ctx context.Context, lock *pgxpool.Conn) error {
