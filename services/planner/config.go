@@ -25,10 +25,11 @@ type Config struct {
 	// 60 s).
 	PollTimeoutSeconds int
 	// FirstRunSpread bounds the per-node offset added to the first runs of
-	// nodes that become plannable together (the same configuration event,
-	// e.g. a job enabled on 1,000 OLTs) so they do not fire together: a
-	// node's offset is a hash of its id in [0, min(interval,
-	// FirstRunSpread)). A node enabled alone gets none. Negative: no spread.
+	// nodes that become plannable together (within a minute of another: a
+	// job enabled on 1,000 OLTs, or a script adding OLTs one by one) so
+	// they do not fire together: a node's offset is a hash of its id in
+	// [0, min(interval, FirstRunSpread)). A node enabled alone gets none.
+	// Negative: no spread.
 	FirstRunSpread time.Duration
 	// StuckGrace: a flight whose terminal event has not come by
 	// dispatch + interval + timeout + StuckGrace is ended by the planner

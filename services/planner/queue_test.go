@@ -224,3 +224,65 @@ func TestFirstRunsSpread(t *testing.T) {
 		t.Fatalf("a node enabled alone first runs at %s, want FirstRunDelay later", n.Next.Sub(t0))
 	}
 }
+
+// OLTs added one by one by a script (one every 100 ms, each synced as it
+// comes) are a burst too: only the first, alone when it came, is unspread.
+func TestFirstRunsSpreadOneByOne(t *testing.T) {
+	s := NewScheduler(time.Minute, 2*time.Second)
+	s.SpreadFirstRuns(15 * time.Minute)
+	desired := map[NodeKey]Desired{}
+	start := t0.Add(24 * time.Hour)
+	perSecond := map[int64]int{}
+	busiest := 0
+	for i := range 1000 {
+		k := NodeKey{JobID: "get", OLTID: fmt.Sprintf("olt-%d", i)}
+		since := start.Add(time.Duration(i) * 100 * time.Millisecond)
+		desired[k] = Desired{Spec: spec(300, 40), Since: since}
+		s.Sync(desired, since)
+		n, _ := s.Node(k)
+		want := since.Add(time.Minute)
+		if i > 0 {
+			want = want.Add(FirstOffset(k, 300*time.Second, 15*time.Minute))
+		}
+		if !n.Next.Equal(want) {
+			t.Fatalf("OLT %d of the burst first runs %s after it came, want %s", i, n.Next.Sub(since), want.Sub(since))
+		}
+		sec := n.Next.Unix()
+		perSecond[sec]++
+		busiest = max(busiest, perSecond[sec])
+	}
+	if busiest > 15 {
+		t.Fatalf("at most %d first runs in one second: not spread", busiest)
+	}
+	// Much later, an OLT added alone is not spread.
+	later := NodeKey{JobID: "get", OLTID: "olt-later"}
+	since := start.Add(time.Hour)
+	desired[later] = Desired{Spec: spec(300, 40), Since: since}
+	s.Sync(desired, since)
+	if n, _ := s.Node(later); !n.Next.Equal(since.Add(time.Minute)) {
+		t.Fatalf("an OLT added alone first runs %s after it came, want FirstRunDelay", n.Next.Sub(since))
+	}
+}
+
+func TestInBurst(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	for _, tc := range []struct {
+		name   string
+		sinces []time.Time
+		since  time.Time
+		want   bool
+	}{
+		{"alone", []time.Time{at(0)}, at(0), false},
+		{"same event", []time.Time{at(0), at(0)}, at(0), true},
+		{"neighbour inside the window", []time.Time{at(0), at(59)}, at(59), true},
+		{"neighbour at the window's edge", []time.Time{at(0), at(60)}, at(0), true},
+		{"neighbour outside the window", []time.Time{at(0), at(61)}, at(61), false},
+		{"old fleet, new node", []time.Time{at(0), at(1), at(2), at(3600)}, at(3600), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := inBurst(tc.sinces, tc.since); got != tc.want {
+				t.Fatalf("inBurst = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

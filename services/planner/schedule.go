@@ -97,8 +97,9 @@ func NewScheduler(firstRunDelay, delayedAfter time.Duration) *Scheduler {
 }
 
 // SpreadFirstRuns makes the first run of each new node that became
-// plannable together with others FirstOffset(k, interval, max) later, so
-// they (a job enabled on 1,000 OLTs) do not all fire in the same second.
+// plannable together with others (within burstWindow) FirstOffset(k,
+// interval, max) later, so they (a job enabled on 1,000 OLTs, or 1,000 OLTs
+// added one by one) do not all fire in the same second.
 func (s *Scheduler) SpreadFirstRuns(max time.Duration) { s.spread = max }
 
 // FirstOffset is a node's deterministic offset in [0, min(interval, max)):
@@ -111,6 +112,24 @@ func FirstOffset(k NodeKey, interval, max time.Duration) time.Duration {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(k.NodeID()))
 	return (time.Duration(h.Sum64()%uint64(window/time.Millisecond)) * time.Millisecond)
+}
+
+// burstWindow: nodes that became plannable within this of each other
+// became plannable together (their first runs are spread).
+const burstWindow = time.Minute
+
+// inBurst says whether another node than one that became plannable at
+// since did so within burstWindow of it; sorted holds every node's since
+// (its own included).
+func inBurst(sorted []time.Time, since time.Time) bool {
+	from := sort.Search(len(sorted), func(i int) bool { return !sorted[i].Before(since.Add(-burstWindow)) })
+	n := 0
+	for i := from; i < len(sorted) && !sorted[i].After(since.Add(burstWindow)); i++ {
+		if n++; n > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // Len is the number of planned nodes.
@@ -141,14 +160,15 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 		delete(s.nodes, k)
 		changes = append(changes, Change{Kind: streams.AuditTaskRemoved, Key: k, Spec: n.Spec, Next: n.Next})
 	}
-	// Nodes that became plannable with the same event (a job enabled on
-	// 1,000 OLTs) are spread; a node enabled alone first runs
-	// FirstRunDelay later (seed 003). Since comes from the stream, so every
-	// planner counts the same groups.
-	together := map[time.Time]int{}
+	// Nodes that became plannable in one burst (a job enabled on 1,000
+	// OLTs, or a script adding OLTs one by one) are spread; a node enabled
+	// alone first runs FirstRunDelay later (seed 003). Since comes from the
+	// stream, so every planner counts the same bursts.
+	sinces := make([]time.Time, 0, len(desired))
 	for _, d := range desired {
-		together[d.Since]++
+		sinces = append(sinces, d.Since)
 	}
+	sort.Slice(sinces, func(i, j int) bool { return sinces[i].Before(sinces[j]) })
 	for _, k := range sortedKeys(desired) {
 		d := desired[k]
 		n, ok := s.nodes[k]
@@ -156,7 +176,7 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 		// between two syncs: it starts over as a new node.
 		if !ok || !n.Since.Equal(d.Since) {
 			first := d.Since.Add(s.firstRunDelay)
-			if together[d.Since] > 1 {
+			if inBurst(sinces, d.Since) {
 				first = first.Add(FirstOffset(k, d.Spec.Interval(), s.spread))
 			}
 			n = &Node{Key: k, Spec: d.Spec, Since: d.Since, Next: restoreNext(first, d.Spec.Interval(), now)}

@@ -57,6 +57,12 @@ type Config struct {
 	// ProjectorWorkers is FACHO_PROJECTOR_WORKERS (0: the projector's
 	// default).
 	ProjectorWorkers int
+	// FirstRunSpread is the planner's -first-run-spread. Negative (the
+	// bench's default): the fleet, configured within seconds, falls due
+	// together, the worst case, which measures capacity; positive: first
+	// runs are spread over the interval as in production (the lateness an
+	// operator sees).
+	FirstRunSpread time.Duration
 	// BaselineOLTs is how many OLTs the baselines walk (the first ones).
 	BaselineOLTs int
 	// Timeout bounds the measured cycles (after it: partial results).
@@ -87,6 +93,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Cycles == 0 {
 		c.Cycles = 3
+	}
+	if c.FirstRunSpread == 0 {
+		c.FirstRunSpread = -time.Second
 	}
 	if c.Interval == 0 {
 		c.Interval = 5 * time.Minute
@@ -191,7 +200,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (r *run) run(ctx context.Context) (*Result, error) {
 	cfg := r.cfg
 	res := &Result{Started: time.Now().UTC(), OLTs: cfg.OLTs, Shape: shapeText(cfg.Shape), ONUsPerOLT: shapeONUs(cfg.Shape),
-		Cycles: cfg.Cycles, IntervalSeconds: cfg.Interval.Seconds(), Pollers: cfg.Pollers, Workers: cfg.Workers, MaxRepetitions: cfg.MaxRepetitions}
+		Cycles: cfg.Cycles, IntervalSeconds: cfg.Interval.Seconds(), FirstRunSpreadSeconds: cfg.FirstRunSpread.Seconds(), Pollers: cfg.Pollers, Workers: cfg.Workers, MaxRepetitions: cfg.MaxRepetitions}
 	if host, err := os.Hostname(); err == nil {
 		res.Host = host
 	}
@@ -468,7 +477,7 @@ func (r *run) startServices(ctx context.Context, bin func(string) string, keysDi
 		id := fmt.Sprintf("poller-%d", i)
 		list = append(list, svc{id, "facho-poller", natsauth.Poller, []string{"FACHO_POLLER_ID=" + id}, nil})
 	}
-	list = append(list, svc{"planner", "facho-planner", natsauth.Planner, nil, []string{"-first-run-delay", "3s"}})
+	list = append(list, svc{"planner", "facho-planner", natsauth.Planner, nil, []string{"-first-run-delay", "3s", "-first-run-spread", r.cfg.FirstRunSpread.String()}})
 	for _, s := range list {
 		httpAddr, err := freeTCP()
 		if err != nil {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -81,8 +81,7 @@ func (m *monitor) measure(ctx context.Context, configured time.Time) error {
 		if rows, err = m.executions(ctx); err != nil {
 			return err
 		}
-		t0, ok := firstScheduled(rows)
-		if !ok {
+		if _, ok := firstScheduled(rows); !ok {
 			m.r.progress.set(fmt.Sprintf("waiting for the first executions (%s)", time.Since(configured).Round(time.Second)))
 			continue
 		}
@@ -90,7 +89,7 @@ func (m *monitor) measure(ctx context.Context, configured time.Time) error {
 			profiled = true
 			m.startProfiles(ctx, cfg.ProfileSeconds)
 		}
-		win := windows(rows, t0, cfg.Interval)
+		win := windows(rows)
 		cur, walked := 0, 0
 		for k := 1; k <= cfg.Cycles; k++ {
 			if w := win[k]; w != nil && w.terminal >= expected && w.open == 0 {
@@ -254,8 +253,9 @@ func anyStarted(rows []execRow) bool {
 	return false
 }
 
-// window is one cycle: the executions scheduled within half an interval
-// of t0 + (k-1) x interval.
+// window is one cycle: the k-th scheduled execution of every node (job x
+// OLT). Counting per node, not by clock, keeps a node in its cycle when
+// the planner spreads first runs over the whole interval.
 type window struct {
 	terminal, open int
 	varbinds       int64
@@ -263,36 +263,46 @@ type window struct {
 	lateness       []float64
 }
 
-func windows(rows []execRow, t0 time.Time, interval time.Duration) map[int]*window {
+func windows(rows []execRow) map[int]*window {
+	byNode := map[[2]string][]int{}
+	for i, e := range rows {
+		if e.scheduled != nil {
+			node := [2]string{e.job, e.olt}
+			byNode[node] = append(byNode[node], i)
+		}
+	}
 	out := map[int]*window{}
-	for _, e := range rows {
-		if e.scheduled == nil {
-			continue
-		}
-		k := int(math.Floor(e.scheduled.Sub(t0).Seconds()/interval.Seconds()+0.5)) + 1
-		w := out[k]
-		if w == nil {
-			w = &window{}
-			out[k] = w
-		}
-		switch e.status {
-		case "PENDING", "RUNNING":
-			w.open++
-		default:
-			w.terminal++
-		}
-		w.varbinds += e.varbinds
-		if e.started != nil {
-			if w.start.IsZero() || e.started.Before(w.start) {
-				w.start = *e.started
-			}
-			w.lateness = append(w.lateness, e.started.Sub(*e.scheduled).Seconds())
-		}
-		if e.finished != nil && e.finished.After(w.end) {
-			w.end = *e.finished
+	for _, idx := range byNode {
+		sort.Slice(idx, func(a, b int) bool { return rows[idx[a]].scheduled.Before(*rows[idx[b]].scheduled) })
+		for rank, i := range idx {
+			addToWindow(out, rank+1, rows[i])
 		}
 	}
 	return out
+}
+
+func addToWindow(out map[int]*window, k int, e execRow) {
+	w := out[k]
+	if w == nil {
+		w = &window{}
+		out[k] = w
+	}
+	switch e.status {
+	case "PENDING", "RUNNING":
+		w.open++
+	default:
+		w.terminal++
+	}
+	w.varbinds += e.varbinds
+	if e.started != nil {
+		if w.start.IsZero() || e.started.Before(w.start) {
+			w.start = *e.started
+		}
+		w.lateness = append(w.lateness, e.started.Sub(*e.scheduled).Seconds())
+	}
+	if e.finished != nil && e.finished.After(w.end) {
+		w.end = *e.finished
+	}
 }
 
 // startProfiles takes a CPU profile of every service, in the background.

@@ -29,10 +29,13 @@ type Result struct {
 	ONUsPerOLT      int       `json:"onus_per_olt"`
 	Cycles          int       `json:"cycles"`
 	IntervalSeconds float64   `json:"interval_seconds"`
-	Pollers         int       `json:"pollers"`
-	Workers         int       `json:"workers_per_poller"`
-	MaxRepetitions  int       `json:"max_repetitions"`
-	Postgres        string    `json:"postgres"`
+	// FirstRunSpreadSeconds is the planner's first-run spread (negative:
+	// the fleet fell due together).
+	FirstRunSpreadSeconds float64 `json:"first_run_spread_seconds"`
+	Pollers               int     `json:"pollers"`
+	Workers               int     `json:"workers_per_poller"`
+	MaxRepetitions        int     `json:"max_repetitions"`
+	Postgres              string  `json:"postgres"`
 	// Incomplete says why fewer cycles than asked were measured.
 	Incomplete string `json:"incomplete,omitempty"`
 
@@ -98,11 +101,10 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 	m.mu.Lock()
 	samples := append([]sample(nil), m.samples...)
 	m.mu.Unlock()
-	t0, ok := firstScheduled(rows)
-	if !ok {
+	if _, ok := firstScheduled(rows); !ok {
 		return fmt.Errorf("no execution ran")
 	}
-	win := windows(rows, t0, cfg.Interval)
+	win := windows(rows)
 	var allLate []float64
 	var walkSum, e2eSum float64
 	var vbSum int64
@@ -264,8 +266,12 @@ func (r *Result) WriteJSON(w io.Writer) error {
 // WriteTable prints the result as tables.
 func (r *Result) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "facho bench: %d OLTs x %d ONUs (%s), %d cycles every %s, %d pollers x %d workers, max-repetitions %d, %d CPUs\n",
-		r.OLTs, r.ONUsPerOLT, r.Shape, r.Cycles, time.Duration(r.IntervalSeconds*float64(time.Second)), r.Pollers, r.Workers, r.MaxRepetitions, r.CPUs)
+	spread := "runs fall due together"
+	if r.FirstRunSpreadSeconds > 0 {
+		spread = "first runs spread over " + time.Duration(r.FirstRunSpreadSeconds*float64(time.Second)).String()
+	}
+	fmt.Fprintf(tw, "facho bench: %d OLTs x %d ONUs (%s), %d cycles every %s (%s), %d pollers x %d workers, max-repetitions %d, %d CPUs\n",
+		r.OLTs, r.ONUsPerOLT, r.Shape, r.Cycles, time.Duration(r.IntervalSeconds*float64(time.Second)), spread, r.Pollers, r.Workers, r.MaxRepetitions, r.CPUs)
 	if r.Incomplete != "" {
 		fmt.Fprintf(tw, "INCOMPLETE: %s\n", r.Incomplete)
 	}

@@ -622,7 +622,7 @@ func startChaosStack(t *testing.T, cfg chaosConfig) *chaosStack {
 		id := fmt.Sprintf("poller-%d", i)
 		add(id, "facho-poller", []string{"FACHO_POLLER_ID=" + id})
 	}
-	add("planner", "facho-planner", nil, "-first-run-delay", "200ms", "-tick", "100ms")
+	add("planner", "facho-planner", nil, "-first-run-delay", "200ms", "-tick", "100ms", "-first-run-spread=-1s")
 	for _, p := range s.services {
 		p.supervise(t)
 	}

@@ -32,6 +32,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	baselineOLTs := fs.Int("baseline-olts", 0, "OLTs the baselines walk (default: min(olts, 50))")
 	timeout := fs.Duration("timeout", 0, "give up waiting for the cycles after this (default cycles x interval + 20m); partial figures are reported")
 	profile := fs.Int("profile-seconds", 30, "CPU profile of every service over the first N seconds of the first cycle (0: none, at most 50)")
+	spread := fs.Duration("first-run-spread", -time.Second, "the planner's -first-run-spread: negative (the default) makes the fleet's runs fall due together, the worst case, to measure capacity; 15m spreads them as production does")
 	jsonPath := fs.String("json", "", "also write the result as JSON to this file")
 	binDir := fs.String("bin", "", "folder of prebuilt facho-planner, facho-poller, facho-projector, facho-auditor, facho-api and oltsim (default: go build them)")
 	fs.Usage = func() {
@@ -56,7 +57,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	cfg := bench.Config{
 		OLTs: *olts, Shape: shape, Cycles: *cycles, Interval: *interval, Pollers: *pollers, Workers: *workers,
 		MaxRepetitions: *reps, ProjectorWorkers: *projWorkers, BaselineOLTs: *baselineOLTs, Timeout: *timeout, ProfileSeconds: *profile,
-		DatabaseURL: getenv("DATABASE_URL"), BinDir: *binDir, Progress: stderr, TTY: tty,
+		FirstRunSpread: *spread,
+		DatabaseURL:    getenv("DATABASE_URL"), BinDir: *binDir, Progress: stderr, TTY: tty,
 		Log: zerolog.New(stderr).Level(zerolog.WarnLevel).With().Timestamp().Str("service", "bench").Logger(),
 	}
 	res, err := bench.Run(ctx, cfg)
