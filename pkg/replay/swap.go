@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -34,6 +35,7 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 		live[c] = uint64(max(last, perOLT))
 	}
 	// The live consumers are paused now: catch up to their checkpoints.
+	phase := time.Now()
 	for i, s := range rb.model.Sources {
 		cp := live[s.Consumer]
 		rb.src[i].LiveCheckpoint = cp
@@ -72,6 +74,8 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 			return fmt.Errorf("live search_path: %w", err)
 		}
 	}
+	rep.Phases.SwapApply = time.Since(phase)
+	phase = time.Now()
 	rep.Identical = true
 	for _, t := range rb.model.Tables {
 		tr, err := rb.compare(ctx, tx, t.Name, t.Key, t.Ignore)
@@ -86,9 +90,12 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 	// Identical tables stay as they are, checkpoints too: where the shadow
 	// went further (the live consumer was behind, or the messages were
 	// ones it ignores), the live consumer gets there by itself.
+	rep.Phases.Compare = time.Since(phase)
 	if rep.Identical || rb.opts.DryRun {
 		return errDryRun // roll back: nothing to change
 	}
+	phase = time.Now()
+	defer func() { rep.Phases.Copy = time.Since(phase) }()
 	for _, t := range rb.model.Tables {
 		cols, err := rb.columns(ctx, tx, t.Name)
 		if err != nil {

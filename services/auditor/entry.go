@@ -1,6 +1,7 @@
 package auditor
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strings"
@@ -145,8 +146,10 @@ func sanitize(e Entry) Entry {
 }
 
 func sanitizeString(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	s = controlChars.ReplaceAllString(s, "")
+	if hasControl(s) {
+		s = strings.ReplaceAll(s, "\n", " ")
+		s = controlChars.ReplaceAllString(s, "")
+	}
 	if len(s) > 4000 {
 		s = cut(s, 4000) + "..."
 	}
@@ -165,13 +168,56 @@ func cut(s string, n int) string {
 	return s[:n]
 }
 
+// hasControl reports whether s holds a byte sanitizeString changes: a
+// newline or one of controlChars (all ASCII); without one both
+// replacements leave s as it is and are skipped.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// secretWords are secretKey's alternatives, lower case.
+var secretWords = [...]string{"community", "password", "passwd", "secret", "token", "credential"}
+
+// isSecretKey is secretKey.MatchString(k): for an ASCII key (the usual
+// case, where the regexp's case folding is ASCII's) by lower-casing it
+// and looking for each word, otherwise by the regexp (Unicode folding:
+// the Kelvin sign is a k).
+func isSecretKey(k string) bool {
+	var buf [64]byte
+	if len(k) > len(buf) {
+		return secretKey.MatchString(k)
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 0x80:
+			return secretKey.MatchString(k)
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	lower := buf[:len(k)]
+	for _, w := range secretWords {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
 func sanitizeMap(m map[string]any) map[string]any {
 	if m == nil {
 		return map[string]any{}
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		if secretKey.MatchString(k) {
+		if isSecretKey(k) {
 			out[k] = redacted
 			continue
 		}

@@ -74,8 +74,26 @@ func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error)) projec
 		details := make([][]byte, 0, len(msgs))
 		for _, m := range msgs {
 			env, err := streams.DecodeEnvelope(m.Data)
-			if err == nil {
+			if err != nil {
+				res.Malformed++ // DecodeEnvelope's errors are all ErrMalformed
+				continue
+			}
+			// The event is decoded once: toEntry first, then the subject
+			// is checked against the entry's olt_id (the only field a
+			// subject of these streams names) instead of parsing the data
+			// again. The outcome is SubjectChecked's: an event on a
+			// subject not its own is malformed whatever toEntry says.
+			e, err := toEntry(env)
+			var skip errSkip
+			skipped := errors.As(err, &skip)
+			switch {
+			case skipped:
 				err = streams.CheckSubject(m.Subject, env)
+			case err == nil:
+				err = streams.CheckSubjectWith(m.Subject, env, func(name string) (string, bool) { return e.OLTID, name == "olt_id" })
+			default:
+				res.Malformed++
+				continue
 			}
 			if err != nil {
 				if !errors.Is(err, streams.ErrMalformed) {
@@ -84,14 +102,8 @@ func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error)) projec
 				res.Malformed++
 				continue
 			}
-			e, err := toEntry(env)
-			var skip errSkip
-			switch {
-			case errors.As(err, &skip):
+			if skipped {
 				res.Ignored++
-				continue
-			case err != nil:
-				res.Malformed++
 				continue
 			}
 			e.SourceStream, e.SourceSeq = m.Stream, m.Seq

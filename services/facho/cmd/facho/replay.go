@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/facho-olt/facho/pkg/replay"
 )
@@ -64,7 +65,10 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // writeReplay prints r as JSON lines on w, with a progress bar on stderr
-// when it is a terminal.
+// when it is a terminal. Reading, formatting and writing overlap: the
+// stream is read in chunks of replayChunk messages, formatted by
+// replayFormatters goroutines (checking a large event's JSON is most of
+// the work) and written in stream order.
 func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w, stderr io.Writer) error {
 	first, last, err := replay.End(ctx, js, r)
 	if err != nil {
@@ -76,25 +80,106 @@ func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w,
 	}
 	bar := newProgress(stderr, "replay "+r.Stream)
 	defer bar.finish()
-	out := bufio.NewWriterSize(w, 256<<10)
-	var n uint64
-	var line []byte
-	_, err = replay.Read(ctx, js, r, func(m jetstream.Msg) error {
+
+	type line struct {
+		seq     uint64
+		subject string
+		at      time.Time
+		data    []byte
+	}
+	type chunk struct {
+		lines []line
+		out   chan []byte // the formatted lines, once
+	}
+	work := make(chan *chunk, replayFormatters)
+	ordered := make(chan *chunk, 2*replayFormatters)
+	g, gctx := errgroup.WithContext(ctx)
+	for range replayFormatters {
+		g.Go(func() error {
+			for c := range work {
+				var b []byte
+				for _, l := range c.lines {
+					b = appendReplayLine(b, r.Stream, l.seq, l.subject, l.at, l.data)
+				}
+				c.out <- b
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		out := bufio.NewWriterSize(w, 256<<10)
+		var n uint64
+		var werr error
+		for c := range ordered {
+			var b []byte
+			select {
+			case b = <-c.out:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			if werr == nil {
+				_, werr = out.Write(b)
+				n += uint64(len(c.lines))
+				bar.update(n, total)
+			}
+		}
+		if werr != nil {
+			return werr
+		}
+		return out.Flush()
+	})
+	var cur *chunk
+	send := func() error {
+		if cur == nil {
+			return nil
+		}
+		c := cur
+		cur = nil
+		select {
+		case ordered <- c:
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+		select {
+		case work <- c:
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+		return nil
+	}
+	_, err = replay.Read(gctx, js, r, func(m jetstream.Msg) error {
 		meta, err := m.Metadata()
 		if err != nil {
 			return err
 		}
-		line = appendReplayLine(line[:0], r.Stream, meta.Sequence.Stream, m.Subject(), meta.Timestamp.UTC(), m.Data())
-		n++
-		bar.update(n, total)
-		_, err = out.Write(line)
-		return err
+		if cur == nil {
+			cur = &chunk{lines: make([]line, 0, replayChunk), out: make(chan []byte, 1)}
+		}
+		// The data stays valid: an ordered consumer's messages are not
+		// reused.
+		cur.lines = append(cur.lines, line{meta.Sequence.Stream, m.Subject(), meta.Timestamp.UTC(), m.Data()})
+		if len(cur.lines) == replayChunk {
+			return send()
+		}
+		return nil
 	})
-	if ferr := out.Flush(); err == nil {
-		err = ferr
+	if err == nil {
+		err = send()
+	}
+	close(work)
+	close(ordered)
+	if gerr := g.Wait(); err == nil {
+		err = gerr
 	}
 	return err
 }
+
+// replayChunk is how many messages writeReplay formats at once, and
+// replayFormatters how many goroutines format them.
+const (
+	replayChunk      = 256
+	replayFormatters = 2
+)
 
 // appendReplayLine appends one message as a JSON line: replayLine as
 // encoding/json writes it (the same fields, values and order), without
