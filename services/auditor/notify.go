@@ -113,33 +113,45 @@ func (a *auditor) failureStreak(ctx context.Context, tx pgx.Tx, env streams.Enve
 	case 0:
 		return nil
 	case -1:
-		_, err := tx.Exec(ctx, `UPDATE failure_streaks SET consecutive_failures = 0, last_execution_id = $2, last_error = '', updated_at = $3
-			WHERE olt_id = $1`, olt, execID, env.Time)
-		if err != nil {
+		if _, err := tx.Exec(ctx, streakResetSQL, olt, execID, env.Time); err != nil {
 			return fmt.Errorf("reset failure streak of %s: %w", olt, err)
 		}
 		return nil
 	}
 	var n int
-	err := tx.QueryRow(ctx, `INSERT INTO failure_streaks (olt_id, consecutive_failures, last_execution_id, last_error, updated_at)
-		VALUES ($1, 1, $2, $3, $4)
-		ON CONFLICT (olt_id) DO UPDATE SET consecutive_failures = failure_streaks.consecutive_failures
-				+ CASE WHEN failure_streaks.last_execution_id = EXCLUDED.last_execution_id THEN 0 ELSE 1 END,
-			last_execution_id = EXCLUDED.last_execution_id, last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at
-		RETURNING consecutive_failures`, olt, execID, sanitizeString(errText), env.Time).Scan(&n)
-	if err != nil {
+	if err := tx.QueryRow(ctx, streakFailSQL, olt, execID, sanitizeString(errText), env.Time).Scan(&n); err != nil {
 		return fmt.Errorf("failure streak of %s: %w", olt, err)
 	}
 	if n != a.cfg.Notify.FailureStreak {
 		return nil
 	}
-	_, err = a.enqueue(ctx, tx, notification{ev: streams.Notification{
+	_, err := a.enqueue(ctx, tx, streakNotification(olt, execID, errText, n, env.Time))
+	return err
+}
+
+// streakResetSQL ($1 olt, $2 execution, $3 time) ends an OLT's failure
+// streak; streakFailSQL ($4 the error) counts a final failure in it and
+// returns the streak.
+const (
+	streakResetSQL = `UPDATE failure_streaks SET consecutive_failures = 0, last_execution_id = $2, last_error = '', updated_at = $3
+			WHERE olt_id = $1`
+	streakFailSQL = `INSERT INTO failure_streaks (olt_id, consecutive_failures, last_execution_id, last_error, updated_at)
+		VALUES ($1, 1, $2, $3, $4)
+		ON CONFLICT (olt_id) DO UPDATE SET consecutive_failures = failure_streaks.consecutive_failures
+				+ CASE WHEN failure_streaks.last_execution_id = EXCLUDED.last_execution_id THEN 0 ELSE 1 END,
+			last_execution_id = EXCLUDED.last_execution_id, last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at
+		RETURNING consecutive_failures`
+)
+
+// streakNotification is the repeated failures notification of an OLT's
+// streak of n.
+func streakNotification(olt, execID, errText string, n int, at time.Time) notification {
+	return notification{ev: streams.Notification{
 		ID: streams.MsgID(streams.NotifyRepeatedFailures, olt, execID), Kind: streams.NotifyRepeatedFailures, OLTID: olt,
-		Severity: streams.LevelError, OccurredAt: env.Time,
+		Severity: streams.LevelError, OccurredAt: at,
 		Message: fmt.Sprintf("%d consecutive failed executions on OLT %s; last: %s", n, olt, sanitizeString(errText)),
 		Details: map[string]any{"consecutive_failures": n, "last_execution_id": execID, "last_error": sanitizeString(errText)},
-	}})
-	return err
+	}}
 }
 
 // auditNotify notifies an OLT_DISABLED audit event (consumer

@@ -197,25 +197,16 @@ func (a *auditor) scheduleDecoder(m jsrouter.Msg) (projection.Change, error) {
 	if err != nil {
 		return projection.Change{}, err
 	}
-	if env.Type != streams.TypeNodeDue {
-		return a.watermarkOnly(m, env), nil
-	}
-	var nd streams.NodeDue
-	if err := streams.DecodeData(env, &nd); err != nil {
+	nd, ok, err := parseNodeDue(env)
+	if err != nil {
 		return projection.Change{}, err
 	}
-	if nd.ExecutionID == "" || nd.OLTID == "" || nd.JobID == "" || nd.ScheduledAt.IsZero() {
-		return projection.Change{}, fmt.Errorf("%w: node.due without execution_id, olt_id, job_id or scheduled_at", streams.ErrMalformed)
+	if !ok {
+		return a.watermarkOnly(m, env), nil
 	}
 	start := period(nd.ScheduledAt)
 	return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO quota_executions (execution_id, olt_id, task_type, job_kind, job_name, interval_seconds, scheduled_at, period_start)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			ON CONFLICT (execution_id) DO UPDATE SET job_kind = EXCLUDED.job_kind, job_name = EXCLUDED.job_name,
-				interval_seconds = EXCLUDED.interval_seconds, scheduled_at = EXCLUDED.scheduled_at,
-				period_start = EXCLUDED.period_start, updated_at = now()`,
-			nd.ExecutionID, nd.OLTID, nd.JobID, nd.Kind, nd.JobName, nd.IntervalSeconds, nd.ScheduledAt, start)
-		if err != nil {
+		if _, err := tx.Exec(ctx, nodeDueSQL, nodeDueArgs(nd)...); err != nil {
 			return fmt.Errorf("quota execution %s: %w", nd.ExecutionID, err)
 		}
 		if _, err = recompute(ctx, tx, nd.OLTID, nd.JobID, start, a.cfg.Quota.Threshold, nil); err != nil {
@@ -223,6 +214,35 @@ func (a *auditor) scheduleDecoder(m jsrouter.Msg) (projection.Change, error) {
 		}
 		return watermark(ctx, tx, m.Consumer, env.Time)
 	}}, nil
+}
+
+// parseNodeDue decodes a schedule stream event for the quotas: ok false
+// when it is not a NodeDue (it only moves the watermark).
+func parseNodeDue(env streams.Envelope) (streams.NodeDue, bool, error) {
+	var nd streams.NodeDue
+	if env.Type != streams.TypeNodeDue {
+		return nd, false, nil
+	}
+	if err := streams.DecodeData(env, &nd); err != nil {
+		return nd, false, err
+	}
+	if nd.ExecutionID == "" || nd.OLTID == "" || nd.JobID == "" || nd.ScheduledAt.IsZero() {
+		return nd, false, fmt.Errorf("%w: node.due without execution_id, olt_id, job_id or scheduled_at", streams.ErrMalformed)
+	}
+	return nd, true, nil
+}
+
+// nodeDueSQL records a NodeDue in quota_executions (nodeDueArgs): the
+// hour it counts in and the job's interval; an execution an execution
+// event recorded first keeps its olt_id and task_type.
+const nodeDueSQL = `INSERT INTO quota_executions (execution_id, olt_id, task_type, job_kind, job_name, interval_seconds, scheduled_at, period_start)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	ON CONFLICT (execution_id) DO UPDATE SET job_kind = EXCLUDED.job_kind, job_name = EXCLUDED.job_name,
+		interval_seconds = EXCLUDED.interval_seconds, scheduled_at = EXCLUDED.scheduled_at,
+		period_start = EXCLUDED.period_start, updated_at = now()`
+
+func nodeDueArgs(nd streams.NodeDue) []any {
+	return []any{nd.ExecutionID, nd.OLTID, nd.JobID, nd.Kind, nd.JobName, nd.IntervalSeconds, nd.ScheduledAt, period(nd.ScheduledAt)}
 }
 
 // watermark records that consumer applied an event of time at.
@@ -240,81 +260,104 @@ func watermark(ctx context.Context, tx pgx.Tx, consumer string, at time.Time) er
 // (consumer auditor-exec). An attempt's outcome replaces an older
 // attempt's; SUCCESS is final.
 func (a *auditor) execQuota(m jsrouter.Msg, env streams.Envelope) (func(context.Context, pgx.Tx) error, error) {
-	var (
-		execID, olt, job, outcome string
-		attempt                   int
-		duration                  *int64
-		streak                    int // +1 a final failure, -1 a success (reset), 0 neither
-		errText                   string
-		// cond: when the event's outcome replaces the stored one.
-		cond string
-	)
-	switch env.Type {
-	case streams.TypeExecutionStarted:
-		var ev streams.ExecutionStarted
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return nil, err
-		}
-		execID, olt, job, outcome, attempt = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeRunning, ev.Attempt
-		cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome = 'PENDING'))`
-	case streams.TypeExecutionSucceeded:
-		var ev streams.ExecutionSucceeded
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return nil, err
-		}
-		d := ev.DurationMS
-		execID, olt, job, outcome, attempt, duration, streak = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeSuccess, ev.Attempt, &d, -1
-		cond = `q.outcome <> 'SUCCESS'`
-	case streams.TypeExecutionFailed:
-		var ev streams.ExecutionFailed
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return nil, err
-		}
-		d := ev.DurationMS
-		execID, olt, job, outcome, attempt, duration, errText = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeFailed, ev.Attempt, &d, ev.Error
-		if !ev.Retryable {
-			streak = 1
-		}
-		cond = `q.outcome <> 'SUCCESS' AND q.attempt <= EXCLUDED.attempt`
-	case streams.TypeExecutionSkipped:
-		var ev streams.ExecutionSkipped
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return nil, err
-		}
-		execID, olt, job, outcome = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeSkipped
-		cond = `q.outcome IN ('PENDING', 'RUNNING')`
-	case streams.TypeExecutionInterrupted:
-		var ev streams.ExecutionInterrupted
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return nil, err
-		}
-		execID, olt, job, outcome, attempt = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeInterrupted, ev.Attempt
-		// An attempt that already ended keeps its outcome.
-		cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome IN ('PENDING', 'RUNNING')))`
-	default:
+	q, ok, err := parseExecQuota(env)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return func(ctx context.Context, tx pgx.Tx) error { return watermark(ctx, tx, m.Consumer, env.Time) }, nil
 	}
-	if execID == "" || olt == "" || job == "" {
-		return nil, fmt.Errorf("%w: %s without execution_id, olt_id or job_id", streams.ErrMalformed, env.Type)
-	}
 	return func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO quota_executions AS q (execution_id, olt_id, task_type, outcome, attempt, duration_ms)
-			VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (execution_id) DO UPDATE SET outcome = EXCLUDED.outcome, attempt = greatest(q.attempt, EXCLUDED.attempt),
-				duration_ms = coalesce(EXCLUDED.duration_ms, q.duration_ms), updated_at = now()
-			WHERE `+cond,
-			execID, olt, job, outcome, attempt, duration)
-		if err != nil {
-			return fmt.Errorf("quota execution %s: %w", execID, err)
+		if _, err := tx.Exec(ctx, q.sql(), q.args()...); err != nil {
+			return fmt.Errorf("quota execution %s: %w", q.execID, err)
 		}
-		if err := a.recomputeExecution(ctx, tx, execID); err != nil {
+		if err := a.recomputeExecution(ctx, tx, q.execID); err != nil {
 			return err
 		}
 		if err := watermark(ctx, tx, m.Consumer, env.Time); err != nil {
 			return err
 		}
-		return a.failureStreak(ctx, tx, env, olt, execID, errText, streak)
+		return a.failureStreak(ctx, tx, env, q.olt, q.execID, q.errText, q.streak)
 	}, nil
+}
+
+// execQuotaEvent is what an execution lifecycle event says to the quotas.
+type execQuotaEvent struct {
+	execID, olt, job, outcome string
+	attempt                   int
+	duration                  *int64
+	streak                    int // +1 a final failure, -1 a success (reset), 0 neither
+	errText                   string
+	// cond: when the event's outcome replaces the stored one.
+	cond string
+}
+
+// sql records the event in quota_executions (args).
+func (q execQuotaEvent) sql() string {
+	return `INSERT INTO quota_executions AS q (execution_id, olt_id, task_type, outcome, attempt, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (execution_id) DO UPDATE SET outcome = EXCLUDED.outcome, attempt = greatest(q.attempt, EXCLUDED.attempt),
+			duration_ms = coalesce(EXCLUDED.duration_ms, q.duration_ms), updated_at = now()
+		WHERE ` + q.cond
+}
+
+func (q execQuotaEvent) args() []any {
+	return []any{q.execID, q.olt, q.job, q.outcome, q.attempt, q.duration}
+}
+
+// parseExecQuota decodes an execution stream event for the quotas: ok
+// false when it is not one they count (it only moves the watermark).
+func parseExecQuota(env streams.Envelope) (execQuotaEvent, bool, error) {
+	var q execQuotaEvent
+	switch env.Type {
+	case streams.TypeExecutionStarted:
+		var ev streams.ExecutionStarted
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return q, false, err
+		}
+		q.execID, q.olt, q.job, q.outcome, q.attempt = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeRunning, ev.Attempt
+		q.cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome = 'PENDING'))`
+	case streams.TypeExecutionSucceeded:
+		var ev streams.ExecutionSucceeded
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return q, false, err
+		}
+		d := ev.DurationMS
+		q.execID, q.olt, q.job, q.outcome, q.attempt, q.duration, q.streak = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeSuccess, ev.Attempt, &d, -1
+		q.cond = `q.outcome <> 'SUCCESS'`
+	case streams.TypeExecutionFailed:
+		var ev streams.ExecutionFailed
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return q, false, err
+		}
+		d := ev.DurationMS
+		q.execID, q.olt, q.job, q.outcome, q.attempt, q.duration, q.errText = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeFailed, ev.Attempt, &d, ev.Error
+		if !ev.Retryable {
+			q.streak = 1
+		}
+		q.cond = `q.outcome <> 'SUCCESS' AND q.attempt <= EXCLUDED.attempt`
+	case streams.TypeExecutionSkipped:
+		var ev streams.ExecutionSkipped
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return q, false, err
+		}
+		q.execID, q.olt, q.job, q.outcome = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeSkipped
+		q.cond = `q.outcome IN ('PENDING', 'RUNNING')`
+	case streams.TypeExecutionInterrupted:
+		var ev streams.ExecutionInterrupted
+		if err := streams.DecodeData(env, &ev); err != nil {
+			return q, false, err
+		}
+		q.execID, q.olt, q.job, q.outcome, q.attempt = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeInterrupted, ev.Attempt
+		// An attempt that already ended keeps its outcome.
+		q.cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome IN ('PENDING', 'RUNNING')))`
+	default:
+		return q, false, nil
+	}
+	if q.execID == "" || q.olt == "" || q.job == "" {
+		return q, false, fmt.Errorf("%w: %s without execution_id, olt_id or job_id", streams.ErrMalformed, env.Type)
+	}
+	return q, true, nil
 }
 
 // configQuota interrupts the OLT's trackers of the hour when the OLT is

@@ -36,6 +36,12 @@ func (a *auditor) quotaReadModels() []projection.ReadModel {
 	for _, c := range a.quotaConsumers() {
 		src := projection.Source{Stream: c.stream, Consumer: c.name, Decode: projection.SubjectChecked(c.decode)}
 		switch c.name {
+		case streams.ConsumerAuditorSchedule:
+			src.ApplyBatch = a.scheduleBatch(c.name) // quota_batch.go
+			quotas = append(quotas, src)
+		case streams.ConsumerAuditorQuotaExec:
+			src.ApplyBatch = a.execQuotaBatch(c.name)
+			quotas = append(quotas, src)
 		case streams.ConsumerAuditorNotify:
 			violations = src
 		case streams.ConsumerAuditorNotifyLog:

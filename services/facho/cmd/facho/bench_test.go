@@ -161,9 +161,11 @@ func benchStream(b *testing.B, c string, n int) (jetstream.JetStream, map[string
 // a plain ordered consumer, replay.Read, `facho replay` (JSON lines) and
 // `facho export varbinds` (rows per second), `facho rebuild onu_data`
 // (events and varbinds per second, Postgres included), and, on 100,000
-// execution events, `facho rebuild executions` and `facho rebuild
-// coordinator_logs`; each tool's messages per second is also printed as a
-// ratio to the plain read of its stream.
+// execution events, `facho rebuild executions`, `facho rebuild
+// coordinator_logs` and `facho rebuild quotas`; each tool's messages per
+// second is also printed as a ratio to the plain read of its stream. Each
+// rebuild also prints where its time went (replay.Phases: the bulk pass,
+// catch-up, and the swap's apply, compare and copy).
 func BenchmarkStreamTools(b *testing.B) {
 	const batches = 1000
 	_, rawDisks, varbinds := benchStream(b, streams.CompressionNone, batches)
@@ -250,7 +252,7 @@ func BenchmarkStreamTools(b *testing.B) {
 		rep, err = replay.Rebuild(ctx, js, pool, models[0], replay.RebuildOptions{Log: zerolog.Nop()})
 		return err
 	})
-	fmt.Printf("rebuild onu_data: %.0f varbinds/s\n", float64(varbinds)/rep.Duration.Seconds())
+	fmt.Printf("rebuild onu_data: %.0f varbinds/s\n  (%s)\n", float64(varbinds)/rep.Duration.Seconds(), rep.Phases)
 
 	// Small events: the execution lifecycle (started, succeeded) of
 	// 50,000 executions, and their NodeDue.
@@ -318,21 +320,29 @@ func BenchmarkStreamTools(b *testing.B) {
 	if rep.Messages != uint64(n+execs) {
 		b.Fatalf("rebuild executions: %v", rep)
 	}
-	fmt.Printf("  (%d executions, %d attempts)\n", count(b, pool, `SELECT count(*) FROM executions`), count(b, pool, `SELECT count(*) FROM execution_attempts`))
+	fmt.Printf("  (%d executions, %d attempts; %s)\n", count(b, pool, `SELECT count(*) FROM executions`), count(b, pool, `SELECT count(*) FROM execution_attempts`), rep.Phases)
 	audit, err := auditor.ReadModels(auditor.Config{}, zerolog.Nop(), time.Now)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, m := range audit {
-		if m.Name != auditor.ReadModelCoordinatorLogs {
-			continue
+		switch m.Name {
+		case auditor.ReadModelCoordinatorLogs:
+			rate("facho rebuild coordinator_logs", "msgs", n, func() error {
+				var err error
+				rep, err = replay.Rebuild(ctx, js, pool, m, replay.RebuildOptions{Log: zerolog.Nop()})
+				return err
+			})
+			fmt.Printf("  (%d coordinator logs; %s)\n", count(b, pool, `SELECT count(*) FROM coordinator_logs`), rep.Phases)
+		case auditor.ReadModelQuotas:
+			// The NodeDue and the execution events (no OLT or audit event).
+			rate("facho rebuild quotas", "msgs", n+execs, func() error {
+				var err error
+				rep, err = replay.Rebuild(ctx, js, pool, m, replay.RebuildOptions{Log: zerolog.Nop()})
+				return err
+			})
+			fmt.Printf("  (%d trackers, %d executions; %s)\n", count(b, pool, `SELECT count(*) FROM quota_tracker`), count(b, pool, `SELECT count(*) FROM quota_executions`), rep.Phases)
 		}
-		rate("facho rebuild coordinator_logs", "msgs", n, func() error {
-			var err error
-			rep, err = replay.Rebuild(ctx, js, pool, m, replay.RebuildOptions{Log: zerolog.Nop()})
-			return err
-		})
-		fmt.Printf("  (%d coordinator logs)\n", count(b, pool, `SELECT count(*) FROM coordinator_logs`))
 	}
 	b.StopTimer()
 }
