@@ -49,6 +49,16 @@ type NodeFlight struct {
 	ExecutionID  string    `json:"execution_id"`
 	ScheduledAt  time.Time `json:"scheduled_at"`
 	DispatchedAt time.Time `json:"dispatched_at"`
+	// Attempt is the lowest attempt number this dispatch of the execution
+	// can run (the planner's: 1 + the failed attempts, or past an attempt
+	// lost before it): an event of a lower attempt is an earlier
+	// dispatch's. 0: unknown (entries written before it).
+	Attempt int `json:"attempt,omitempty"`
+	// LostAttempt and LostAt: an attempt of this dispatch was lost with
+	// its poller (execution.interrupted without cancelled) at LostAt. If no
+	// later attempt ends the execution, it ends INTERRUPTED and is retried.
+	LostAttempt int        `json:"lost_attempt,omitempty"`
+	LostAt      *time.Time `json:"lost_at,omitempty"`
 }
 
 // NodeSchedule is one node's entry in BucketSchedule (JSON, no envelope:
@@ -77,6 +87,9 @@ type NodeSchedule struct {
 	// retried.
 	FailedAttempts int        `json:"failed_attempts,omitempty"`
 	RetryAt        *time.Time `json:"retry_at,omitempty"`
+	// NextAttempt, in state retry after a lost attempt: the lowest attempt
+	// number the retry can run (past the lost one).
+	NextAttempt int `json:"next_attempt,omitempty"`
 }
 
 // ScheduleBucketConfig is the KV bucket of the persisted schedule.

@@ -116,6 +116,7 @@ func (p *planner) dispatch(ctx context.Context, d DueNode, now time.Time) error 
 		fut, err = p.js.PublishAsync(streams.SubjectNodeDueClass(d.Key.OLTID, nd.Class), b, jetstream.WithMsgID(id))
 		if err == nil {
 			p.queues.Dispatched(d.Key.OLTID, executionIDs(nd)...)
+			p.queues.SetAttempt(d.Key.OLTID, p.firstAttempt(d, nd))
 			p.pending = append(p.pending, pendingDispatch{d: d, nd: nd, fut: fut})
 			return nil
 		}
@@ -129,8 +130,22 @@ func (p *planner) dispatch(ctx context.Context, d DueNode, now time.Time) error 
 		return fmt.Errorf("publish NodeDue %s: %w", id, err)
 	}
 	p.queues.Dispatched(d.Key.OLTID, executionIDs(nd)...)
+	p.queues.SetAttempt(d.Key.OLTID, p.firstAttempt(d, nd))
 	p.dispatched(ctx, d, nd)
 	return nil
+}
+
+// firstAttempt is the lowest attempt number the dispatch nd of d can run:
+// the planner's count (1 + the failed attempts), or past the attempt of
+// the previous dispatch that was lost with its poller, if higher (a
+// dispatch may run several attempts: each redelivery after a lost one
+// starts the next).
+func (p *planner) firstAttempt(d DueNode, nd streams.NodeDue) int {
+	a := nd.Attempt
+	if !d.Manual && d.Retry > 0 {
+		a = max(a, p.nextAttempt[d.Key])
+	}
+	return a
 }
 
 // pendingDispatch is an asynchronous dispatch waiting for its ack.
@@ -200,6 +215,13 @@ func (p *planner) dispatched(ctx context.Context, d DueNode, nd streams.NodeDue)
 		Float64("delay_seconds", nd.DelaySeconds).Msg("node dispatched")
 }
 
+// lostAttempt is an attempt of the execution in flight lost with its
+// poller: its number (0: unknown) and when.
+type lostAttempt struct {
+	Attempt int
+	At      time.Time
+}
+
 // maxOrphans bounds the terminal events kept without a flight.
 const maxOrphans = 100_000
 
@@ -212,9 +234,22 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 	if f.Lost {
 		// An attempt lost with its poller: the execution goes on (a
 		// redelivery). Noted for the flight's end, when it is the
-		// master's of the OLT's flight.
-		if fl, ok := p.queues.Flight(f.OLTID); ok && fl.ExecutionID == f.ExecutionID && !fl.Manual {
-			p.lost[f.ExecutionID] = f.End
+		// master's of the OLT's flight and an attempt of this dispatch: a
+		// retry runs under the same execution id, and a late event of an
+		// attempt of the dispatch before it (read again after a restart,
+		// or published late) must not mark the retry lost.
+		fl, ok := p.queues.Flight(f.OLTID)
+		if !ok || fl.ExecutionID != f.ExecutionID || fl.Manual {
+			return
+		}
+		if f.Attempt > 0 && f.Attempt < fl.Attempt {
+			p.log.Info().Str(telemetry.KeyOLT, f.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).Int("attempt", f.Attempt).
+				Int("flight_first_attempt", fl.Attempt).Msg("lost attempt of an earlier dispatch: ignored")
+			return
+		}
+		if prev, had := p.lost[f.ExecutionID]; !had || f.Attempt >= prev.Attempt {
+			p.lost[f.ExecutionID] = lostAttempt{Attempt: f.Attempt, At: f.End}
+			p.touch(fl.Key)
 		}
 		return
 	}
@@ -259,11 +294,12 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 // job deleted: execution.interrupted with cancelled) is final: the node
 // has left the plan and the execution stays INTERRUPTED.
 func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
-	lostAt, lost := p.lost[fl.ExecutionID]
+	la, lost := p.lost[fl.ExecutionID]
 	delete(p.lost, fl.ExecutionID)
 	if fl.Manual {
 		return
 	}
+	delete(p.nextAttempt, fl.Key)
 	p.touch(fl.Key)
 	if f.Status == "" {
 		f.Status = statusUnknown // the master's own event never came
@@ -271,13 +307,18 @@ func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
 	if lost && (f.Status == statusSkipped || f.Status == statusUnknown) {
 		f.Status = statusInterrupted
 		if f.End.IsZero() {
-			f.End = lostAt
+			f.End = la.At
 		}
 	}
 	retry := f.Status == statusFailed || (lost && f.Status == statusInterrupted)
 	if n, ok := p.sched.Node(fl.Key); ok && retry && n.Attempts < n.Spec.MaxRetries {
 		at := f.End.Add(p.cfg.retryDelay(n.Spec, n.Attempts+1)).Truncate(time.Millisecond)
 		p.sched.Retry(fl.Key, fl.ScheduledAt, at)
+		if lost && la.Attempt > 0 {
+			// The retry runs past the lost attempt: a late event of that
+			// attempt is not the retry's.
+			p.nextAttempt[fl.Key] = la.Attempt + 1
+		}
 		p.m.retried.Inc()
 		p.log.Info().Str(telemetry.KeyJob, fl.Key.JobID).Str(telemetry.KeyOLT, fl.Key.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).
 			Int("retry", n.Attempts+1).Time("retry_at", at).Str("status", f.Status).Msg("failed attempt: retry planned")

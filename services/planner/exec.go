@@ -35,6 +35,9 @@ type finish struct {
 	End time.Time
 	// Published is the event's envelope time (latency metrics).
 	Published time.Time
+	// Attempt is the attempt the event is of (0 when the event has none:
+	// skipped, aborted).
+	Attempt int
 	// Lost marks an attempt interrupted because its poller died (its
 	// lease expired: execution.interrupted without cancelled). It does
 	// not end the execution: the NodeDue is redelivered and a later
@@ -70,7 +73,7 @@ func decodeFinish(data []byte) (f finish, ok bool, err error) {
 		if err := streams.DecodeData(env, &e); err != nil {
 			return f, false, err
 		}
-		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusSuccess, e.FinishedAt
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End, f.Attempt = e.OLTID, e.JobID, e.ExecutionID, statusSuccess, e.FinishedAt, e.Attempt
 	case streams.TypeExecutionFailed:
 		var e streams.ExecutionFailed
 		if err := streams.DecodeData(env, &e); err != nil {
@@ -79,7 +82,7 @@ func decodeFinish(data []byte) (f finish, ok bool, err error) {
 		if e.Redelivered {
 			return f, false, nil
 		}
-		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusFailed, e.FinishedAt
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End, f.Attempt = e.OLTID, e.JobID, e.ExecutionID, statusFailed, e.FinishedAt, e.Attempt
 	case streams.TypeExecutionSkipped:
 		var e streams.ExecutionSkipped
 		if err := streams.DecodeData(env, &e); err != nil {
@@ -101,7 +104,7 @@ func decodeFinish(data []byte) (f finish, ok bool, err error) {
 		// NodeDue is redelivered and its next attempt ends the execution
 		// (Lost: the planner only notes it).
 		f.Lost = !e.Cancelled
-		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusInterrupted, e.InterruptedAt
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End, f.Attempt = e.OLTID, e.JobID, e.ExecutionID, statusInterrupted, e.InterruptedAt, e.Attempt
 	default:
 		return f, false, nil
 	}

@@ -26,6 +26,10 @@ import (
 type restoredSchedule struct {
 	nodes   map[NodeKey]Restored
 	flights []Flight
+	// lost are the lost attempts of the restored flights, by execution;
+	// nextAttempt the lowest attempt of the retries planned after one.
+	lost        map[string]lostAttempt
+	nextAttempt map[NodeKey]int
 	// oldest is the earliest dispatch of a restored flight: terminal
 	// events are read from a little before it.
 	oldest time.Time
@@ -33,7 +37,7 @@ type restoredSchedule struct {
 
 // loadSchedule reads every entry of the bucket.
 func (p *planner) loadSchedule(ctx context.Context) (restoredSchedule, error) {
-	out := restoredSchedule{nodes: map[NodeKey]Restored{}}
+	out := restoredSchedule{nodes: map[NodeKey]Restored{}, lost: map[string]lostAttempt{}, nextAttempt: map[NodeKey]int{}}
 	lister, err := p.kv.ListKeys(ctx)
 	if err != nil {
 		return out, fmt.Errorf("list %s: %w", streams.BucketSchedule, err)
@@ -73,12 +77,22 @@ func (p *planner) loadSchedule(ctx context.Context) (restoredSchedule, error) {
 		}
 		if ns.State == streams.NodeRetry && ns.RetryAt != nil {
 			r.Taken, r.Attempts, r.RetryAt = true, ns.FailedAttempts, ns.RetryAt.UTC()
+			if ns.NextAttempt > 0 {
+				out.nextAttempt[k] = ns.NextAttempt
+			}
 		}
 		if ns.State == streams.NodeInFlight && ns.InFlight != nil && ns.InFlight.ScheduledAt.Equal(r.Next) {
 			r.Attempts = ns.FailedAttempts
 			r.Taken = true
+			attempt := ns.InFlight.Attempt
+			if attempt == 0 {
+				attempt = ns.FailedAttempts + 1 // an entry written before the field
+			}
 			out.flights = append(out.flights, Flight{Key: k, ExecutionID: ns.InFlight.ExecutionID,
-				ScheduledAt: r.Next, DispatchedAt: ns.InFlight.DispatchedAt.UTC()})
+				ScheduledAt: r.Next, DispatchedAt: ns.InFlight.DispatchedAt.UTC(), Attempt: attempt})
+			if ns.InFlight.LostAt != nil {
+				out.lost[ns.InFlight.ExecutionID] = lostAttempt{Attempt: ns.InFlight.LostAttempt, At: ns.InFlight.LostAt.UTC()}
+			}
 			if out.oldest.IsZero() || ns.InFlight.DispatchedAt.Before(out.oldest) {
 				out.oldest = ns.InFlight.DispatchedAt.UTC()
 			}
@@ -89,9 +103,15 @@ func (p *planner) loadSchedule(ctx context.Context) (restoredSchedule, error) {
 }
 
 // restoreFlights puts the restored flights of nodes that Sync restored as
-// taken back in flight on their OLTs.
-func (p *planner) restoreFlights(flights []Flight) {
-	for _, f := range flights {
+// taken back in flight on their OLTs, with their lost attempts, and the
+// lowest attempts of the retries planned after a lost one.
+func (p *planner) restoreFlights(r restoredSchedule) {
+	for k, a := range r.nextAttempt {
+		if n, ok := p.sched.Node(k); ok && n.Taken && !n.RetryAt.IsZero() {
+			p.nextAttempt[k] = a
+		}
+	}
+	for _, f := range r.flights {
 		if n, ok := p.sched.Node(f.Key); ok && n.Taken && n.Next.Equal(f.ScheduledAt) {
 			if _, busy := p.queues.Flight(f.Key.OLTID); !busy {
 				ids := []string{f.ExecutionID}
@@ -99,6 +119,9 @@ func (p *planner) restoreFlights(flights []Flight) {
 					ids = append(ids, c.ExecutionID)
 				}
 				p.queues.SetFlight(f, ids)
+				if l, ok := r.lost[f.ExecutionID]; ok {
+					p.lost[f.ExecutionID] = l
+				}
 				continue
 			}
 		}
@@ -238,12 +261,17 @@ func (p *planner) scheduleEntry(k NodeKey) (streams.NodeSchedule, bool) {
 	ns.FailedAttempts = n.Attempts
 	if n.Taken && !n.RetryAt.IsZero() {
 		at := n.RetryAt.UTC()
-		ns.State, ns.RetryAt = streams.NodeRetry, &at
+		ns.State, ns.RetryAt, ns.NextAttempt = streams.NodeRetry, &at, p.nextAttempt[k]
 	} else if n.Taken {
 		ns.State = streams.NodeWaiting
 		if f, ok := p.queues.Flight(k.OLTID); ok && f.Key == k && !f.Manual && f.ExecutionID != "" {
 			ns.State = streams.NodeInFlight
-			ns.InFlight = &streams.NodeFlight{ExecutionID: f.ExecutionID, ScheduledAt: f.ScheduledAt.UTC(), DispatchedAt: f.DispatchedAt.UTC()}
+			ns.InFlight = &streams.NodeFlight{ExecutionID: f.ExecutionID, ScheduledAt: f.ScheduledAt.UTC(), DispatchedAt: f.DispatchedAt.UTC(),
+				Attempt: f.Attempt}
+			if l, lost := p.lost[f.ExecutionID]; lost {
+				at := l.At.UTC()
+				ns.InFlight.LostAttempt, ns.InFlight.LostAt = l.Attempt, &at
+			}
 		}
 	}
 	return ns, true

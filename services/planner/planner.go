@@ -62,9 +62,15 @@ type planner struct {
 	// dispatched again after a takeover or restart (same id, dropped by
 	// the stream as a duplicate) may have ended already.
 	orphans map[string]finish
-	// lost holds, per execution in flight, when an attempt of it was lost
-	// with its poller (see completeFlight); cleared when the flight ends.
-	lost map[string]time.Time
+	// lost holds, per execution in flight, which attempt of it was lost
+	// with its poller and when (see completeFlight); cleared when the
+	// flight ends. Persisted with the flight's schedule entry
+	// (NodeFlight.LostAttempt), so a restarted planner or the next leader
+	// still retries the execution if no later attempt ends it.
+	lost map[string]lostAttempt
+	// nextAttempt holds, per node waiting for the retry of an execution
+	// whose attempt was lost, the lowest attempt number the retry can run.
+	nextAttempt map[NodeKey]int
 	// takeover describes how this term began.
 	takeover *takeover
 	// failures counts consecutive failed executions per OLT (persisted:
@@ -188,7 +194,8 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		failuresDirty: map[string]bool{},
 		seenManual:    map[string]time.Time{},
 		orphans:       map[string]finish{},
-		lost:          map[string]time.Time{},
+		lost:          map[string]lostAttempt{},
+		nextAttempt:   map[NodeKey]int{},
 	}
 	if cfg.FirstRunSpread > 0 {
 		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
@@ -342,8 +349,8 @@ func (p *planner) run(ctx context.Context) error {
 						delete(p.orphans, id)
 					}
 				}
-				for id, at := range p.lost {
-					if now.Sub(at) > 24*time.Hour {
+				for id, l := range p.lost {
+					if now.Sub(l.At) > 24*time.Hour {
 						delete(p.lost, id) // its flight went without completeFlight
 					}
 				}
@@ -464,7 +471,7 @@ func (p *planner) syncOrCatchUp(ctx context.Context) {
 	if initial {
 		// The restored flights wait for their terminal events, which may
 		// have been read already.
-		p.restoreFlights(p.restored.flights)
+		p.restoreFlights(p.restored)
 		p.sched.SetRestored(nil)
 		p.restored = restoredSchedule{}
 		early := p.early

@@ -14,6 +14,9 @@ type Flight struct {
 	DispatchedAt time.Time
 	// Manual marks a manual run: its end does not move the schedule.
 	Manual bool
+	// Attempt is the lowest attempt number of the execution this
+	// dispatch can run (see SetAttempt); 0: unknown.
+	Attempt int
 	// MasterStatus is how the master's execution ended and End the latest
 	// end of the composite's executions so far.
 	MasterStatus string
@@ -146,6 +149,15 @@ func (q *Queues) Dispatched(olt string, ids ...string) {
 	if o := q.olts[olt]; o != nil && o.flight != nil && len(ids) > 0 {
 		o.flight.ExecutionID = ids[0]
 		o.flight.open = openSet(ids)
+	}
+}
+
+// SetAttempt records the lowest attempt number the OLT's flight can run:
+// an event of a lower attempt of the same execution is an earlier
+// dispatch's (a retry reuses its execution id).
+func (q *Queues) SetAttempt(olt string, attempt int) {
+	if o := q.olts[olt]; o != nil && o.flight != nil {
+		o.flight.Attempt = attempt
 	}
 }
 
