@@ -468,37 +468,70 @@ var ErrNoRowIndex = errors.New("the index scheme cannot rebuild a row index from
 // the row index of ONU onu of PON pon. Every part must be an int that is
 // the pon_index or the onu_id, or a packed int holding them.
 func (s IndexSpec) Format(pon, onu int64) (string, error) {
+	f, err := s.Formatter()
+	if err != nil {
+		return "", err
+	}
+	return f(pon, onu)
+}
+
+// Formatter returns Format with the scheme read once: for formatting the
+// row indexes of many ONUs.
+func (s IndexSpec) Formatter() (func(pon, onu int64) (string, error), error) {
 	ponRef := refRE.FindStringSubmatch(s.PonIndex)
 	onuRef := refRE.FindStringSubmatch(s.ONUID)
 	if ponRef == nil || onuRef == nil || ponRef[1] == "" || onuRef[1] == "" || onuRef[2] != "" || onuRef[3] != "" || ponRef[2] != "" {
-		return "", ErrNoRowIndex
+		return nil, ErrNoRowIndex
 	}
-	out := make([]string, 0, len(s.Parts))
-	for _, p := range s.Parts {
+	// What each part is: the PON, the ONU, or both packed (field f).
+	const (
+		isPON = iota
+		isONU
+		isPacked
+	)
+	kinds := make([]int, len(s.Parts))
+	var packed BitField
+	for i, p := range s.Parts {
 		if p.Type != PartInt {
-			return "", ErrNoRowIndex
+			return nil, ErrNoRowIndex
 		}
 		switch {
 		case p.Name == ponRef[1] && ponRef[3] == "" && p.Name != onuRef[1]:
-			out = append(out, strconv.FormatInt(pon, 10))
+			kinds[i] = isPON
 		case p.Name == onuRef[1]:
-			out = append(out, strconv.FormatInt(onu, 10))
+			kinds[i] = isONU
 		case p.Name == ponRef[1]:
-			// A packed part holding the PON's fields and the ONU's field.
 			f, ok := s.field(onuRef[1])
 			if !ok || !hasField(p, f.Name) {
-				return "", ErrNoRowIndex
+				return nil, ErrNoRowIndex
 			}
-			v := onu - f.Add
-			if v < 0 || v >= 1<<f.Bits {
-				return "", fmt.Errorf("onu_id %d does not fit field %s", onu, f.Name)
-			}
-			out = append(out, strconv.FormatInt(pon|v<<f.Shift, 10))
+			kinds[i], packed = isPacked, f
 		default:
-			return "", ErrNoRowIndex
+			return nil, ErrNoRowIndex
 		}
 	}
-	return strings.Join(out, "."), nil
+	return func(pon, onu int64) (string, error) {
+		var buf [64]byte
+		b := buf[:0]
+		for i, k := range kinds {
+			if i > 0 {
+				b = append(b, '.')
+			}
+			switch k {
+			case isPON:
+				b = strconv.AppendInt(b, pon, 10)
+			case isONU:
+				b = strconv.AppendInt(b, onu, 10)
+			default:
+				v := onu - packed.Add
+				if v < 0 || v >= 1<<packed.Bits {
+					return "", fmt.Errorf("onu_id %d does not fit field %s", onu, packed.Name)
+				}
+				b = strconv.AppendInt(b, pon|v<<packed.Shift, 10)
+			}
+		}
+		return string(b), nil
+	}, nil
 }
 
 func hasField(p IndexPart, name string) bool {

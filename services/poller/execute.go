@@ -231,6 +231,9 @@ type execution struct {
 	enc      *batchEncoder // of the varbind batches, made at the first
 	batches  int
 	varbinds int
+	// metered is how many of varbinds the read counter has (it is added
+	// to at each flush and when the work ends, not per varbind).
+	metered int
 	// outcome is how run ended.
 	outcome outcome
 }
@@ -269,6 +272,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 	ex.log.Info().Str("kind", node.Kind).Msg("execution started")
 
 	cause, opErr := ex.work(work)
+	ex.meter()
 	finished := time.Now().UTC()
 	dur := finished.Sub(ex.started)
 	p.metrics.duration.WithLabelValues(node.Kind).Observe(dur.Seconds())
@@ -424,11 +428,33 @@ func (ex *execution) add(ctx context.Context, vb streams.Varbind) error {
 	}
 	ex.rows.add(vb)
 	ex.varbinds++
-	ex.p.metrics.varbinds.Inc()
 	if ex.rows.len() >= ex.p.cfg.RowBufferVarbinds {
 		return ex.flush(ctx, false)
 	}
 	return nil
+}
+
+// addRow buffers the value of column col (a position in the node's OIDs)
+// at row index key: what add does for a varbind whose OID names them,
+// without matching the OID (a get knows what it asked).
+func (ex *execution) addRow(ctx context.Context, col int, key, typ, value string) error {
+	if ex.rows == nil {
+		ex.rows = newRowBuffer(ex.node.OIDs)
+	}
+	ex.rows.addRow(col, key, typ, value)
+	ex.varbinds++
+	if ex.rows.len() >= ex.p.cfg.RowBufferVarbinds {
+		return ex.flush(ctx, false)
+	}
+	return nil
+}
+
+// meter adds the varbinds read since the last call to the read counter.
+func (ex *execution) meter() {
+	if n := ex.varbinds - ex.metered; n > 0 {
+		ex.p.metrics.varbinds.Add(float64(n))
+		ex.metered = ex.varbinds
+	}
 }
 
 // varbindJSONSize is the size of vb in a batch: values are hex, decimal or
@@ -445,6 +471,7 @@ func varbindJSONSize(vb streams.Varbind) int {
 // is empty. It is only ever called once the walk succeeded, so a failed or
 // aborted execution never publishes a Last batch.
 func (ex *execution) flush(ctx context.Context, last bool) error {
+	ex.meter()
 	var parts []batchPart
 	if ex.rows != nil {
 		parts = ex.rows.drain(ex.p.cfg.BatchSize, ex.p.maxBatchBytes)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,16 +54,38 @@ type getResult struct {
 	concurrency    int
 }
 
+// getItem is one OID of a get: column col of ONU onu.
 type getItem struct {
 	onu int // index in getRun.onus
-	oid string
+	col int // position in the node's OIDs
+	// key is the row index under the column: the ONU's index, then the
+	// column's index suffix, if any.
+	key string
+	// ber is the OID's BER content, built once from the column's and
+	// the index's encoded arcs; nil if either did not encode (the dotted
+	// OID is then sent and parsed as a walk's).
+	ber []byte
+}
+
+// getColumn is one column of a get.
+type getColumn struct {
+	oid string // dotted, without leading or trailing dot
+	// direct: a varbind of this column can be buffered by (column, row
+	// index) without matching its OID against the node's columns, since
+	// no other column's OID starts with this one's (the row buffer would
+	// attribute it to the same column).
+	direct bool
 }
 
 type getRun struct {
-	op       snmpOp
-	onus     []onuInstance
-	items    []getItem
-	emit     func(streams.Varbind) error // called under emitMu
+	op    snmpOp
+	onus  []onuInstance
+	cols  []getColumn
+	items []getItem
+	// emit takes a varbind whose OID names its column and row; emitRow
+	// one known to be column col, row index key. Called under emitMu.
+	emit     func(streams.Varbind) error
+	emitRow  func(col int, key, typ, value string) error
 	emitMu   sync.Mutex
 	mu       sync.Mutex // guards what follows
 	next     int
@@ -110,6 +133,7 @@ func (ex *execution) getONUs(ctx context.Context, op snmpOp) error {
 		conc = node.SNMP.GetConcurrency
 	}
 	run := newGetRun(op, onus, node.OIDs, start, configured, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
+	run.emitRow = func(col int, key, typ, value string) error { return ex.addRow(ctx, col, key, typ, value) }
 	res.varbinds, res.startSize, res.concurrency = len(run.items), start, conc
 	err = run.run(ctx, conc)
 	res.failedVarbinds, res.splits, res.finalSize = run.nFailed, run.splits, run.size
@@ -136,17 +160,84 @@ func (ex *execution) getONUs(ctx context.Context, op snmpOp) error {
 
 func newGetRun(op snmpOp, onus []onuInstance, cols []streams.OIDSpec, start, maxSize int, emit func(streams.Varbind) error) *getRun {
 	r := &getRun{op: op, onus: onus, emit: emit, size: max(1, start), maxSize: max(1, maxSize), failed: map[int]*streams.ONUFailure{}}
+	r.cols = make([]getColumn, len(cols))
+	colBER := make([][]byte, len(cols))
+	suffixBER := make([][]byte, len(cols))
+	for i, c := range cols {
+		oid := strings.Trim(c.OID, ".")
+		r.cols[i] = getColumn{oid: oid, direct: oid != ""}
+		for j, d := range cols {
+			if j != i && oid != "" && strings.HasPrefix(strings.Trim(d.OID, ".")+".", oid+".") {
+				r.cols[i].direct = false
+			}
+		}
+		if b, err := appendOID(nil, oid); err == nil {
+			colBER[i] = b
+			if c.IndexSuffix != "" {
+				if suffixBER[i], err = appendArcs(nil, c.IndexSuffix); err != nil {
+					colBER[i] = nil
+				}
+			}
+		}
+	}
+	// The BER of every OID, in one array.
+	var size int
+	indexBER := make([][]byte, len(onus))
+	for i, o := range onus {
+		if b, err := appendArcs(nil, o.index); err == nil {
+			indexBER[i] = b
+		}
+	}
+	for i := range onus {
+		for c := range cols {
+			size += len(colBER[c]) + len(indexBER[i]) + len(suffixBER[c])
+		}
+	}
+	arena := make([]byte, 0, size)
 	r.items = make([]getItem, 0, len(onus)*len(cols))
 	for i, o := range onus {
-		for _, c := range cols {
-			oid := "." + strings.Trim(c.OID, ".") + "." + o.index
-			if c.IndexSuffix != "" {
-				oid += "." + c.IndexSuffix // a table indexed below the ONU
+		for c, spec := range cols {
+			it := getItem{onu: i, col: c, key: o.index}
+			if spec.IndexSuffix != "" {
+				it.key += "." + spec.IndexSuffix // a table indexed below the ONU
 			}
-			r.items = append(r.items, getItem{onu: i, oid: oid})
+			if colBER[c] != nil && indexBER[i] != nil {
+				from := len(arena)
+				arena = append(arena, colBER[c]...)
+				arena = append(arena, indexBER[i]...)
+				arena = append(arena, suffixBER[c]...)
+				if len(arena)-from <= 127 {
+					it.ber = arena[from:len(arena):len(arena)]
+				}
+			}
+			r.items = append(r.items, it)
 		}
 	}
 	return r
+}
+
+// oid is the dotted OID of it, with a leading dot.
+func (r *getRun) oid(it getItem) string { return "." + r.cols[it.col].oid + "." + it.key }
+
+// appendArcs appends the BER of the arcs of a dotted row index (after a
+// column's first two arcs: each arc on its own). An index appendOID would
+// not take after a column (an empty arc, a leading or trailing dot, an arc
+// above 32 bits) is an error: its OID is then sent dotted, as before.
+func appendArcs(b []byte, index string) ([]byte, error) {
+	for s, more := index, true; more; {
+		part := s
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			part, s = s[:i], s[i+1:]
+		} else {
+			more = false
+		}
+		v, err := strconv.ParseUint(part, 10, 32)
+		if err != nil {
+			return b, fmt.Errorf("index %q: %w", index, err)
+		}
+		b = appendBase128(b, v)
+	}
+	return b, nil
 }
 
 // run sends the PDUs with conc clients, each its own socket (a gosnmp
@@ -221,17 +312,35 @@ func (r *getRun) read(ctx context.Context, g *v2cClient, chunk []getItem) error 
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
 	}
-	names := make([]string, len(chunk))
+	// The encoded OIDs, unless one did not encode: then the dotted ones.
+	var names []string
+	bers := make([][]byte, len(chunk))
 	for i, it := range chunk {
-		names[i] = it.oid
+		if it.ber == nil {
+			bers = nil
+			break
+		}
+		bers[i] = it.ber
+	}
+	if bers == nil {
+		names = make([]string, len(chunk))
+		for i, it := range chunk {
+			names[i] = r.oid(it)
+		}
+	}
+	get := func() (*v2cResponse, error) {
+		if bers != nil {
+			return g.GetBER(bers)
+		}
+		return g.Get(names)
 	}
 	var pkt *v2cResponse
 	var err error
 	if len(chunk) == 1 {
 		// Alone, an OID gets the PDU retries of a walk: loss, not size.
-		pkt, err = r.op.exchange(ctx, "get "+strings.TrimPrefix(names[0], "."), func() (*v2cResponse, error) { return g.Get(names) })
+		pkt, err = r.op.exchange(ctx, "get "+strings.TrimPrefix(r.oid(chunk[0]), "."), get)
 	} else {
-		pkt, err = g.Get(names)
+		pkt, err = get()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -259,14 +368,26 @@ func (r *getRun) read(ctx context.Context, g *v2cClient, chunk []getItem) error 
 	case len(pkt.Variables) != len(chunk):
 		return r.failed1(ctx, g, chunk, fmt.Sprintf("%d varbinds answered for %d asked", len(pkt.Variables), len(chunk)), false, nil)
 	}
-	for i, vb := range pkt.Variables {
-		if vb.OID != strings.TrimPrefix(names[i], ".") {
-			return r.failed1(ctx, g, chunk, fmt.Sprintf("answer names %s for %s", vb.OID, names[i]), false, nil)
+	if !pkt.Matched {
+		for i, vb := range pkt.Variables {
+			if want := r.oid(chunk[i]); vb.OID != want[1:] {
+				return r.failed1(ctx, g, chunk, fmt.Sprintf("answer names %s for %s", vb.OID, want), false, nil)
+			}
 		}
 	}
 	r.emitMu.Lock()
-	for _, vb := range pkt.Variables {
-		if err := r.emit(vb); err != nil {
+	for i, vb := range pkt.Variables {
+		var err error
+		switch it := chunk[i]; {
+		case pkt.Matched && r.cols[it.col].direct && r.emitRow != nil:
+			err = r.emitRow(it.col, it.key, vb.Type, vb.Value)
+		case pkt.Matched:
+			vb.OID = r.oid(it)[1:]
+			err = r.emit(vb)
+		default:
+			err = r.emit(vb)
+		}
+		if err != nil {
 			r.emitMu.Unlock()
 			return err
 		}
@@ -303,7 +424,7 @@ func (r *getRun) failed1(ctx context.Context, g *v2cClient, chunk []getItem, why
 	if !r.answered && cause != nil {
 		// Not one PDU answered, down to a single OID with its retries:
 		// the OLT is not answering, which fails the execution.
-		return fmt.Errorf("get %s: %w", strings.TrimPrefix(chunk[0].oid, "."), cause)
+		return fmt.Errorf("get %s: %w", strings.TrimPrefix(r.oid(chunk[0]), "."), cause)
 	}
 	r.nFailed++
 	it := chunk[0]
@@ -313,7 +434,7 @@ func (r *getRun) failed1(ctx context.Context, g *v2cClient, chunk []getItem, why
 		f = &streams.ONUFailure{Instance: o.index, PonIndex: o.pon, ONUID: o.onu}
 		r.failed[it.onu] = f
 	}
-	f.OIDs = append(f.OIDs, strings.TrimPrefix(it.oid, "."))
+	f.OIDs = append(f.OIDs, strings.TrimPrefix(r.oid(it), "."))
 	f.Error = why
 	return nil
 }

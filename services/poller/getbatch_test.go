@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -553,5 +554,29 @@ func TestONUSetOfARecreatedStreamIsRebuilt(t *testing.T) {
 	}
 	if got := e.runGet(t, "olt-a", "exec-2", huaweiColumns[:1], streams.SNMPTuning{}); got.succeeded.ONUs != 3 {
 		t.Fatalf("get after the stream was recreated read %d ONUs, want the 3 discovered since", got.succeeded.ONUs)
+	}
+}
+
+// Each OID a get sends pre-encoded is the encoding of its dotted form; an
+// index that does not encode after a column is sent dotted (no BER).
+func TestGetItemsBER(t *testing.T) {
+	onus := []onuInstance{{pon: 1, onu: 2, index: "4194304000.2"}, {pon: 0, onu: 1, index: "7.1"}, {index: "5..1"}, {index: ".5"}, {index: "4294967296"}}
+	cols := []streams.OIDSpec{{OID: ".1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3"}, {OID: "1.3.6.1.4.1.2011.6.128.1.1.2.51.1.4.", IndexSuffix: "0"}}
+	r := newGetRun(snmpOp{}, onus, cols, 10, 10, nil)
+	for _, it := range r.items {
+		want, err := appendOID(nil, r.oid(it))
+		switch {
+		case err != nil && it.ber != nil:
+			t.Errorf("%s: ber %x, but the dotted oid does not encode: %v", r.oid(it), it.ber, err)
+		case err == nil && !bytes.Equal(it.ber, want):
+			t.Errorf("%s: ber %x, want %x", r.oid(it), it.ber, want)
+		}
+	}
+	if !r.cols[0].direct || !r.cols[1].direct {
+		t.Errorf("columns %+v: want both direct", r.cols)
+	}
+	r = newGetRun(snmpOp{}, onus[:1], []streams.OIDSpec{{OID: "1.3.6.1.4.1"}, {OID: "1.3.6.1.4.1.2011"}, {OID: "1.3.6.1.2"}}, 10, 10, nil)
+	if r.cols[0].direct || !r.cols[1].direct || !r.cols[2].direct {
+		t.Errorf("columns %+v: want the first, a prefix of the second, not direct", r.cols)
 	}
 }

@@ -1,12 +1,12 @@
 package poller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -173,25 +173,33 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 
 // instances lists the ONUs of set with their row index in scheme.
 func instances(scheme streams.IndexSpec, set streams.ONUSet) ([]onuInstance, error) {
-	var out []onuInstance
+	format, err := scheme.Formatter()
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, ids := range set.PONs {
+		n += len(ids)
+	}
+	out := make([]onuInstance, 0, n)
 	for ponText, ids := range set.PONs {
 		pon, err := strconv.ParseInt(ponText, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("onu set: pon %q: %w", ponText, err)
 		}
 		for _, id := range ids {
-			idx, err := scheme.Format(pon, id)
+			idx, err := format(pon, id)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, onuInstance{pon: pon, onu: id, index: idx})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].pon != out[j].pon {
-			return out[i].pon < out[j].pon
+	slices.SortFunc(out, func(a, b onuInstance) int {
+		if c := cmp.Compare(a.pon, b.pon); c != 0 {
+			return c
 		}
-		return out[i].onu < out[j].onu
+		return cmp.Compare(a.onu, b.onu)
 	})
 	return out, nil
 }

@@ -93,6 +93,11 @@ func (rb *rowBuffer) add(vb streams.Varbind) {
 	rb.entries = append(rb.entries, rowEntry{col: int32(pos), key: index, typ: vb.Type, value: vb.Value})
 }
 
+// addRow buffers a value known to be column pos's at row index key.
+func (rb *rowBuffer) addRow(pos int, key, typ, value string) {
+	rb.entries = append(rb.entries, rowEntry{col: int32(pos), key: key, typ: typ, value: value})
+}
+
 func (rb *rowBuffer) len() int { return len(rb.entries) }
 
 // batchPart is the content of one batch: rows and raw varbinds.
@@ -126,6 +131,14 @@ func (rb *rowBuffer) drain(maxVarbinds, maxBytes int) []batchPart {
 		if e.col < 0 {
 			rowOf[i] = -1
 			loose++
+			continue
+		}
+		if i > 0 && rowOf[i-1] >= 0 && rb.entries[i-1].key == e.key {
+			// The row of the entry before (a get reads an ONU's
+			// columns one after the other): no map lookup.
+			r := rowOf[i-1]
+			rowOf[i] = r
+			counts[r]++
 			continue
 		}
 		r, ok := index[e.key]

@@ -1,6 +1,7 @@
 package poller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -40,6 +41,8 @@ type v2cClient struct {
 	arena     []byte
 	spans     []span
 	resp      v2cResponse
+	// berOIDs, during GetBER, are the OIDs asked as BER contents.
+	berOIDs [][]byte
 }
 
 // v2cResponse is a decoded GetResponse. Variables is reused by the next
@@ -48,6 +51,9 @@ type v2cResponse struct {
 	Error      gosnmp.SNMPError
 	ErrorIndex int
 	Variables  []streams.Varbind
+	// Matched (GetBER only): the answer names exactly the OIDs asked, in
+	// order; its Variables then carry no OID (the caller knows them).
+	Matched bool
 }
 
 // BER tags the client writes or reads.
@@ -91,6 +97,17 @@ func (c *v2cClient) Close() error { return c.conn.Close() }
 // Get reads the OIDs (dotted, leading dot or not).
 func (c *v2cClient) Get(oids []string) (*v2cResponse, error) {
 	return c.request(pduGet, oids, 0, 0)
+}
+
+// GetBER reads OIDs given as BER contents (what appendOID appends), so a
+// caller that reads the same OIDs again, or builds them from encoded parts,
+// does not format and parse dotted strings. When the answer names exactly
+// the OIDs asked (the usual answer to a GET) it sets Matched and leaves the
+// varbinds' OID empty: no OID is rendered.
+func (c *v2cClient) GetBER(oids [][]byte) (*v2cResponse, error) {
+	c.berOIDs = oids
+	defer func() { c.berOIDs = nil }()
+	return c.request(pduGet, nil, 0, 0)
 }
 
 // GetNext reads the OID after each of oids.
@@ -174,6 +191,14 @@ func (c *v2cClient) receive() (*v2cResponse, error) {
 // encode writes the request into c.out.
 func (c *v2cClient) encode(pdu byte, reqID uint32, oids []string, a, b int) error {
 	vbl := c.vbl[:0]
+	for _, o := range c.berOIDs {
+		if len(o) == 0 || len(o) > 127 {
+			return fmt.Errorf("ber oid of %d bytes", len(o))
+		}
+		vbl = append(vbl, berSequence, byte(len(o)+4), berOID, byte(len(o)))
+		vbl = append(vbl, o...)
+		vbl = append(vbl, berNull, 0)
+	}
 	for _, o := range oids {
 		start := len(vbl)
 		vbl = append(vbl, berSequence, 0, berOID, 0) // lengths patched below (short form)
@@ -319,7 +344,7 @@ func (c *v2cClient) decodeGosnmp(p []byte) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("unmarshal response: %w", err)
 	}
-	c.resp.Error, c.resp.ErrorIndex = pkt.Error, int(pkt.ErrorIndex)
+	c.resp.Error, c.resp.ErrorIndex, c.resp.Matched = pkt.Error, int(pkt.ErrorIndex), false
 	c.resp.Variables = c.resp.Variables[:0]
 	for _, v := range pkt.Variables {
 		c.resp.Variables = append(c.resp.Variables, toVarbind(v))
@@ -419,6 +444,7 @@ func (c *v2cClient) decodeFast(p []byte) (uint32, error) {
 	// Every OID and value of the response is rendered into one buffer,
 	// made a string once: two allocations per response, not per varbind
 	// (the strings share it; a batch publishes them together anyway).
+	matched := c.berOIDs != nil && c.matches(list)
 	arena := c.arena[:0]
 	spans := c.spans[:0]
 	r = berReader{b: list}
@@ -438,7 +464,9 @@ func (c *v2cClient) decodeFast(p []byte) (uint32, error) {
 		}
 		sp := span{oid: len(arena)}
 		var ok bool
-		if arena, ok = appendOIDString(arena, name); !ok {
+		if matched {
+			// The OID asked, which appendOID wrote: valid, not rendered.
+		} else if arena, ok = appendOIDString(arena, name); !ok {
 			return 0, errUnusual
 		}
 		sp.val = len(arena)
@@ -455,8 +483,27 @@ func (c *v2cClient) decodeFast(p []byte) (uint32, error) {
 		vars = append(vars, streams.Varbind{OID: all[sp.oid:sp.val], Type: sp.typ, Value: all[sp.val:sp.end]})
 	}
 	c.resp.Variables = vars
-	c.resp.Error, c.resp.ErrorIndex = gosnmp.SNMPError(status), int(index)
+	c.resp.Error, c.resp.ErrorIndex, c.resp.Matched = gosnmp.SNMPError(status), int(index), matched
 	return uint32(id), nil
+}
+
+// matches says whether the varbind list names exactly c.berOIDs, in order.
+func (c *v2cClient) matches(list []byte) bool {
+	r := berReader{b: list}
+	i := 0
+	for r.off < len(list) {
+		tag, vb, err := r.next()
+		if err != nil || tag != berSequence || i >= len(c.berOIDs) {
+			return false
+		}
+		vr := berReader{b: vb}
+		tag, name, err := vr.next()
+		if err != nil || tag != berOID || !bytes.Equal(name, c.berOIDs[i]) {
+			return false
+		}
+		i++
+	}
+	return i == len(c.berOIDs)
 }
 
 // span locates one varbind in decodeFast's buffer.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/gosnmp/gosnmp"
+
+	"github.com/facho-olt/facho/streams"
 )
 
 // v2cSeeds are responses of every type the fast decoder handles and some
@@ -82,7 +84,68 @@ func FuzzV2CDecodeMatchesGosnmp(f *testing.F) {
 		if len(fast.resp.Variables) != len(slow.resp.Variables) || (len(fast.resp.Variables) > 0 && !reflect.DeepEqual(fast.resp.Variables, slow.resp.Variables)) {
 			t.Fatalf("%x:\nfast %+v\ngosnmp %+v", b, fast.resp.Variables, slow.resp.Variables)
 		}
+		checkMatched(t, b, slow.resp.Variables)
 	})
+}
+
+// checkMatched decodes b as the answer to a GetBER of exactly the names
+// gosnmp read in it (Matched: the same values, no OID rendered) and of
+// other names (not Matched: the same as without GetBER).
+func checkMatched(t *testing.T, b []byte, want []streams.Varbind) {
+	t.Helper()
+	if len(want) == 0 {
+		return
+	}
+	bers := make([][]byte, len(want))
+	for i, v := range want {
+		ber, err := appendOID(nil, v.OID)
+		if err != nil {
+			t.Fatalf("%x: answered oid %q does not encode: %v", b, v.OID, err)
+		}
+		bers[i] = ber
+	}
+	m := v2cClient{berOIDs: bers}
+	if _, err := m.decodeFast(b); err != nil || !m.resp.Matched {
+		t.Fatalf("%x asked as answered: err %v matched %v", b, err, m.resp.Matched)
+	}
+	for i, v := range m.resp.Variables {
+		if v.OID != "" || v.Type != want[i].Type || v.Value != want[i].Value {
+			t.Fatalf("%x matched varbind %d: %+v, want %+v without oid", b, i, v, want[i])
+		}
+	}
+	other := append([][]byte(nil), bers...)
+	other[len(other)-1] = append(append([]byte(nil), other[len(other)-1]...), 1)
+	m = v2cClient{berOIDs: other}
+	if _, err := m.decodeFast(b); err != nil || m.resp.Matched || !reflect.DeepEqual(m.resp.Variables, want) {
+		t.Fatalf("%x asked otherwise: err %v matched %v %+v", b, err, m.resp.Matched, m.resp.Variables)
+	}
+	m = v2cClient{berOIDs: bers[:len(bers)-1]}
+	if _, err := m.decodeFast(b); err != nil || m.resp.Matched {
+		t.Fatalf("%x asked one less: err %v matched %v", b, err, m.resp.Matched)
+	}
+}
+
+// GetBER's request is Get's for the same OIDs.
+func TestV2CEncodeBER(t *testing.T) {
+	oids := []string{".1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3.4194304000.0", "1.3.6.1.2.1.1.1.0", ".2.999.4294967295"}
+	a := &v2cClient{community: "public"}
+	if err := a.encode(pduGet, 9, oids, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	b := &v2cClient{community: "public"}
+	for _, o := range oids {
+		ber, err := appendOID(nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.berOIDs = append(b.berOIDs, ber)
+	}
+	if err := b.encode(pduGet, 9, nil, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.out, b.out) {
+		t.Fatalf("ber request\n%x\nwant\n%x", b.out, a.out)
+	}
 }
 
 func TestV2CDecodeSeedsFast(t *testing.T) {
