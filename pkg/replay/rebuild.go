@@ -156,10 +156,11 @@ func (r Report) String() string {
 //  3. swap, in one transaction: the live checkpoint rows are locked FOR
 //     UPDATE, which pauses the live consumers (projection.Apply takes the
 //     same lock first); the shadow applies up to the locked checkpoints;
-//     the tables are compared; then the live tables' rows are replaced by
-//     the shadow's and each checkpoint is set to the last sequence the
-//     shadow applied, so rows and checkpoint move together. The live
-//     consumers resume after the commit where the rebuild ended.
+//     the tables are compared; then the live rows that differ are
+//     replaced by the shadow's (deleted, inserted: a row differing only in
+//     Ignore columns stays) and each checkpoint is set to the last
+//     sequence the shadow applied, so rows and checkpoint move together.
+//     The live consumers resume after the commit where the rebuild ended.
 //
 // Identical tables are left alone; DryRun only reports, and so does a
 // rebuild whose streams lack part of the history (Report.Incomplete)

@@ -101,15 +101,34 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 		if err != nil {
 			return err
 		}
-		cols = slices.DeleteFunc(cols, func(c string) bool { return slices.Contains(t.Generated, c) })
-		list := quoteAll(cols)
-		name := pgx.Identifier{t.Name}.Sanitize()
+		// Only the rows that differ move: a live row with no identical
+		// shadow row (by key, on every compared column) is deleted, a
+		// shadow row with no identical live row is inserted. A row that
+		// differs only in Ignore columns (a clock, a sequence) stays.
 		// DELETE, not TRUNCATE: readers of the live table (the API) keep
 		// reading the old rows until the commit instead of waiting.
-		if _, err := tx.Exec(ctx, `DELETE FROM `+rb.live+`.`+name); err != nil {
+		same := make([]string, 0, len(t.Key)+1)
+		for _, k := range t.Key {
+			q := pgx.Identifier{k}.Sanitize()
+			same = append(same, "l."+q+" = s."+q)
+		}
+		compared := slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return slices.Contains(t.Ignore, c) })
+		var lc, sc []string
+		for _, c := range compared {
+			q := pgx.Identifier{c}.Sanitize()
+			lc, sc = append(lc, "l."+q), append(sc, "s."+q)
+		}
+		same = append(same, `ROW(`+strings.Join(lc, ", ")+`) IS NOT DISTINCT FROM ROW(`+strings.Join(sc, ", ")+`)`)
+		identical := strings.Join(same, " AND ")
+		name := pgx.Identifier{t.Name}.Sanitize()
+		if _, err := tx.Exec(ctx, `DELETE FROM `+rb.live+`.`+name+` l
+			WHERE NOT EXISTS (SELECT 1 FROM `+rb.shadow+`.`+name+` s WHERE `+identical+`)`); err != nil {
 			return fmt.Errorf("clear %s: %w", t.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO `+rb.live+`.`+name+` (`+list+`) SELECT `+list+` FROM `+rb.shadow+`.`+name); err != nil {
+		cols = slices.DeleteFunc(cols, func(c string) bool { return slices.Contains(t.Generated, c) })
+		list := quoteAll(cols)
+		if _, err := tx.Exec(ctx, `INSERT INTO `+rb.live+`.`+name+` (`+list+`) SELECT `+list+` FROM `+rb.shadow+`.`+name+` s
+			WHERE NOT EXISTS (SELECT 1 FROM `+rb.live+`.`+name+` l WHERE `+identical+`)`); err != nil {
 			return fmt.Errorf("swap %s: %w", t.Name, err)
 		}
 	}
