@@ -33,7 +33,8 @@ import (
 // and GET (4 columns at every discovered ONU), beside raw gosnmp BulkWalk
 // and Get on the same tables with the same parallelism, and net-snmp's
 // snmpbulkwalk when installed, in the same run. Figures are printed, not
-// asserted. The simulator (services/oltsim/cmd/oltsim) and NATS
+// asserted. net-snmp's snmpget (one process per PDU) reads 1 OLT in
+// FACHO_BENCH_OLTS/100 when installed. The simulator (services/oltsim/cmd/oltsim) and NATS
 // (nats-server built from the module graph, else an embedded one, said in
 // the output) run as processes of their own, so the CPU of this process is the poller's
 // (or the raw client's) alone. Off unless FACHO_BENCH_FLEET=1:
@@ -313,7 +314,7 @@ func TestBenchFleet(t *testing.T) {
 					if err != nil {
 						t.Errorf("snmpbulkwalk: %v", err)
 					}
-					n += int64(strings.Count(string(out), "\n"))
+					n += int64(netSNMPVarbinds(out))
 				}
 				return n
 			})
@@ -384,6 +385,29 @@ func TestBenchFleet(t *testing.T) {
 	measure(fmt.Sprintf("get: raw gosnmp Get, %d per PDU", k), rawGet)
 	measure("get: poller get executions (+ publish)", profiled("FACHO_BENCH_GET_CPUPROFILE", func() int64 { return runPoller(streams.KindGet, streams.SNMPTuning{}) }))
 	measure(fmt.Sprintf("get: raw gosnmp Get, %d per PDU (again)", k), rawGet)
+	if bin, err := exec.LookPath("snmpget"); err == nil {
+		// One process per PDU: on at most 100 of the OLTs (every
+		// step-th), or the row alone would outlast the rest.
+		step := max(1, nOLTs/100)
+		measure(fmt.Sprintf("get: net-snmp snmpget, %d per PDU (1 OLT in %d)", k, step), func() int64 {
+			return parallel(func(i int) int64 {
+				if i%step != 0 {
+					return 0
+				}
+				var n int64
+				for j := 0; j < len(oids); j += k {
+					args := append([]string{"-v2c", "-c", testCommunity, "-On", "-Oq", addrs[i]}, oids[j:min(j+k, len(oids))]...)
+					out, err := exec.Command(bin, args...).Output()
+					if err != nil {
+						t.Errorf("snmpget: %v", err)
+						return n
+					}
+					n += int64(netSNMPVarbinds(out))
+				}
+				return n
+			})
+		})
+	}
 	// The poller's default: 2 PDUs in flight per OLT (still one get per
 	// OLT: the lease); the raw rows keep one.
 	measure("get: poller get executions, 2 PDUs in flight", func() int64 {
@@ -411,6 +435,19 @@ func TestBenchFleet(t *testing.T) {
 	}
 	fmt.Fprintln(w, "rate x: varbinds/s over the first raw gosnmp row of its kind; CPU x: CPU per varbind over that row's (lower is better);")
 	fmt.Fprintln(w, "CPU: this process only (the poller or the raw client) or, for net-snmp, its processes; NATS CPU: the nats-server process")
+}
+
+// netSNMPVarbinds counts the varbinds of net-snmp output with -On -Oq:
+// lines that begin with an OID (a long hex string continues on lines of
+// its own).
+func netSNMPVarbinds(out []byte) int64 {
+	var n int64
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, ".") {
+			n++
+		}
+	}
+	return n
 }
 
 // freeUDPRange finds n consecutive free UDP ports on 127.0.0.1.
