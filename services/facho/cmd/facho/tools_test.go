@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -347,6 +348,42 @@ func TestReplayLineEncoding(t *testing.T) {
 		}
 		if !reflect.DeepEqual(g, w) {
 			t.Errorf("got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// A replay longer than a few of writeReplay's chunks comes out whole and
+// in stream order, every line the message as published.
+func TestReplayManyChunksInOrder(t *testing.T) {
+	env, getenv := toolsEnv(t)
+	const n = 5*replayChunk + 17
+	js, err := jetstream.New(env.NC, jetstream.WithPublishAsyncMaxPending(1024))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]byte, n)
+	for i := range want {
+		b, err := streams.Encode("test", time.Now(), streams.ExecutionStarted{ExecutionID: "e" + strconv.Itoa(i), JobID: "j", OLTID: "olt-1", Attempt: 1, StartedAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = b
+		if _, err := js.PublishAsync(streams.SubjectExec("olt-1", streams.PhaseStarted), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-js.PublishAsyncComplete()
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"replay", "--stream", streams.StreamExec}, getenv, &out, &errOut); err != nil {
+		t.Fatalf("replay: %v (%s)", err, errOut.String())
+	}
+	got := lines(t, out.String())
+	if len(got) != n {
+		t.Fatalf("%d lines, want %d", len(got), n)
+	}
+	for i, l := range got {
+		if l.Seq != uint64(i+1) || !bytes.Equal(l.Data, want[i]) {
+			t.Fatalf("line %d: seq %d data %s, want seq %d data %s", i, l.Seq, l.Data, i+1, want[i])
 		}
 	}
 }
