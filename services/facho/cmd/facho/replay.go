@@ -66,7 +66,7 @@ func runReplay(ctx context.Context, args []string, getenv func(string) string, s
 
 // writeReplay prints r as JSON lines on w, with a progress bar on stderr
 // when it is a terminal. Reading, formatting and writing overlap: the
-// stream is read in chunks of replayChunk messages, formatted by
+// stream is read in chunks (replayChunk, replayChunkBytes), formatted by
 // replayFormatters goroutines (checking a large event's JSON is most of
 // the work) and written in stream order.
 func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w, stderr io.Writer) error {
@@ -89,6 +89,7 @@ func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w,
 	}
 	type chunk struct {
 		lines []line
+		bytes int
 		out   chan []byte // the formatted lines, once
 	}
 	work := make(chan *chunk, replayFormatters)
@@ -158,7 +159,8 @@ func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w,
 		// The data stays valid: an ordered consumer's messages are not
 		// reused.
 		cur.lines = append(cur.lines, line{meta.Sequence.Stream, m.Subject(), meta.Timestamp.UTC(), m.Data()})
-		if len(cur.lines) == replayChunk {
+		cur.bytes += len(m.Data())
+		if len(cur.lines) == replayChunk || cur.bytes >= replayChunkBytes {
 			return send()
 		}
 		return nil
@@ -174,10 +176,12 @@ func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w,
 	return err
 }
 
-// replayChunk is how many messages writeReplay formats at once, and
-// replayFormatters how many goroutines format them.
+// replayChunk is how many messages (at most replayChunkBytes of data)
+// writeReplay formats at once, and replayFormatters how many goroutines
+// format them.
 const (
 	replayChunk      = 256
+	replayChunkBytes = 1 << 20
 	replayFormatters = 2
 )
 
