@@ -108,7 +108,11 @@ func (g *workGen) mixedExecs(from, to int) int {
 			g.pub(streams.SubjectNodeDue(olt), due)
 			started(1, rev)
 			succeeded(1, rev)
-			for b := 0; i%120 == 9 && b < 1+i/120%2; b++ {
+			batches := 1 + i/120%2
+			if g.oneDeadLetter {
+				batches = 1
+			}
+			for b := 0; i%120 == 9 && b < batches; b++ {
 				g.pub(streams.SubjectDLQ(streams.ConsumerProjectorVarbinds), streams.DeadLetter{Consumer: streams.ConsumerProjectorVarbinds,
 					Stream: streams.StreamVarbinds, StreamSeq: uint64(i*2 + b + 1), Subject: streams.SubjectVarbinds(olt), Reason: "bad batch",
 					Deliveries: 1, OriginalType: streams.TypeVarbindBatch, OLTID: olt, ExecutionID: id, ReceivedAt: at})

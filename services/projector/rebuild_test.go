@@ -23,6 +23,9 @@ type workGen struct {
 	js   jetstream.JetStream
 	base time.Time
 	futs []jetstream.PubAckFuture
+	// oneDeadLetter: mixedExecs dead-letters one batch of an execution,
+	// never two (see TestRebuildExecutionsEqualsLive).
+	oneDeadLetter bool
 }
 
 func (g *workGen) pub(subject string, ev streams.Event) {

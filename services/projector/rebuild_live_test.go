@@ -1,0 +1,325 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/facho-olt/facho/pkg/projection"
+	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/streams"
+)
+
+// onuWalks publishes walks [w0, w1) of olts OLTs: each walk of an OLT is
+// 3 batches of 6 of its 18 ONUs, the last one ending the walk, in which
+// ONUs change status and power, lose and regain their optical row, are
+// missing from a walk (removed by its Last batch) and come back. It
+// returns the batches published.
+func (g *workGen) onuWalks(w0, w1, olts int) int {
+	n := 0
+	for w := w0; w < w1; w++ {
+		for o := 0; o < olts; o++ {
+			olt := fmt.Sprintf("olt-%d", o)
+			exec := fmt.Sprintf("walk-%s-%d", olt, w)
+			at := g.base.Add(time.Duration(w) * time.Minute)
+			var onus []huaweiONU
+			for i := 0; i < 18; i++ {
+				if (i+w)%13 == 0 {
+					continue // not on the OLT this walk: removed, back later
+				}
+				onus = append(onus, huaweiONU{id: int64(i), serial: uint32(100*o + i), desc: fmt.Sprintf("c%d", (i+w/7)%5),
+					online: (i+w+o)%5 != 0, rx: -2000 - int64((i*w+o)%7)})
+			}
+			for b := 0; b < 3; b++ {
+				part := onus[b*len(onus)/3 : (b+1)*len(onus)/3]
+				vb := batch(olt, exec, b+1, at.Add(time.Duration(b)*time.Second), part...)
+				vb.LeaseRevision, vb.Last = uint64(w+1), b == 2
+				if (w+o)%4 == 0 { // no optical row for the offline ONUs
+					var keep []streams.Varbind
+					for i, v := range vb.Varbinds {
+						if i%4 == 3 && !part[i/4].online {
+							continue
+						}
+						keep = append(keep, v)
+					}
+					vb.Varbinds = keep
+				}
+				g.pub(streams.SubjectVarbinds(olt), vb)
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// waitLive waits (up to limit) until consumer's checkpoint reaches the end
+// of stream.
+func (r *rig) waitLive(stream, consumer string, limit time.Duration) {
+	r.t.Helper()
+	want := r.lastSeq(stream)
+	deadline := time.Now().Add(limit)
+	for {
+		c, err := projection.Checkpoint(context.Background(), r.pool, consumer)
+		if err == nil && c >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: checkpoint %d after %s, want %d", consumer, c, limit, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitDrained waits (up to limit) until the durable consumer has nothing
+// pending or unacknowledged (its filter may leave the stream's last
+// messages to others).
+func (r *rig) waitDrained(stream, consumer string, limit time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		c, err := r.js.Consumer(context.Background(), stream, consumer)
+		if err == nil {
+			info, err := c.Info(context.Background())
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: still pending after %s", consumer, limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sameTables compares each table of the current schema with its copy in
+// schema snap, row for row on every column but the table's Ignore ones
+// (EXCEPT ALL both ways: duplicates count), and returns the differing rows
+// per table with a few examples. It does not use the rebuild's own
+// comparison.
+func sameTables(t *testing.T, pool *pgxpool.Pool, snap string, tables []projection.Table) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]int64{}
+	for _, tb := range tables {
+		rows, err := pool.Query(ctx, `SELECT column_name FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, tb.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(cols) == 0 {
+			t.Fatalf("columns of %s: %v %v", tb.Name, cols, err)
+		}
+		var keep []string
+		for _, c := range cols {
+			ignored := false
+			for _, ig := range tb.Ignore {
+				ignored = ignored || ig == c
+			}
+			if !ignored {
+				keep = append(keep, pgx.Identifier{c}.Sanitize())
+			}
+		}
+		list := strings.Join(keep, ", ")
+		name := pgx.Identifier{tb.Name}.Sanitize()
+		other := pgx.Identifier{snap, tb.Name}.Sanitize()
+		q := `SELECT count(*) FROM ((SELECT ` + list + ` FROM ` + name + ` EXCEPT ALL SELECT ` + list + ` FROM ` + other + `)
+			UNION ALL (SELECT ` + list + ` FROM ` + other + ` EXCEPT ALL SELECT ` + list + ` FROM ` + name + `)) d`
+		var n int64
+		if err := pool.QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatalf("compare %s: %v", tb.Name, err)
+		}
+		out[tb.Name] = n
+		if n > 0 {
+			ex, err := pool.Query(ctx, `SELECT 'rebuild: ' || d::text FROM (SELECT `+list+` FROM `+name+` EXCEPT ALL SELECT `+list+` FROM `+other+` LIMIT 3) d
+				UNION ALL SELECT 'live: ' || d::text FROM (SELECT `+list+` FROM `+other+` EXCEPT ALL SELECT `+list+` FROM `+name+` LIMIT 3) d`)
+			if err == nil {
+				lines, _ := pgx.CollectRows(ex, pgx.RowTo[string])
+				t.Logf("%s differs, e.g.:\n  %s", tb.Name, strings.Join(lines, "\n  "))
+			}
+		}
+	}
+	return out
+}
+
+// snapshot copies the model's tables into schema snap.
+func snapshot(t *testing.T, pool *pgxpool.Pool, snap string, tables []projection.Table) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{snap}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range tables {
+		if _, err := pool.Exec(ctx, `CREATE TABLE `+pgx.Identifier{snap, tb.Name}.Sanitize()+` AS TABLE `+pgx.Identifier{tb.Name}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// liveVsRebuild checks model against what the live projector left:
+//
+//   - a dry-run rebuild finds every live table identical, row for row;
+//   - independently of the rebuild's own comparison: the live rows are
+//     copied aside, the live tables emptied, a rebuild swapped in, and the
+//     swapped-in rows compared with the copy (EXCEPT ALL both ways, every
+//     column but the model's Ignore ones).
+func (r *rig) liveVsRebuild(name string) {
+	t := r.t
+	t.Helper()
+	ctx := context.Background()
+	model := r.readModel(name)
+	start := time.Now()
+	rep, err := replay.Rebuild(ctx, r.js, r.pool, model, replay.RebuildOptions{DryRun: true, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: dry run in %s (%.0f msg/s): %s", name, time.Since(start).Round(time.Millisecond), float64(rep.Messages)/time.Since(start).Seconds(), rep.String())
+	if !rep.Identical {
+		t.Errorf("%s: rebuild differs from live:\n%s", name, rep)
+	}
+	for _, tr := range rep.Tables {
+		if tr.LiveRows == 0 && tr.Name != "onu_walks" {
+			t.Errorf("%s: live table %s empty", name, tr.Name)
+		}
+	}
+	snap := "live_" + name
+	snapshot(t, r.pool, snap, model.Tables)
+	for _, tb := range model.Tables {
+		if _, err := r.pool.Exec(ctx, `DELETE FROM `+pgx.Identifier{tb.Name}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err = replay.Rebuild(ctx, r.js, r.pool, model, replay.RebuildOptions{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Swapped {
+		t.Fatalf("%s: rebuild into emptied tables not swapped: %s", name, rep)
+	}
+	for table, n := range sameTables(t, r.pool, snap, model.Tables) {
+		if n != 0 {
+			t.Errorf("%s: %d rows differ between the rebuild and the live projector", table, n)
+		}
+	}
+}
+
+// fullSize: FACHO_TEST_FULL=1 runs the live-versus-rebuild tests whose
+// live side is slow at the size of issue 11 (100k events).
+func fullSize() bool { return os.Getenv("FACHO_TEST_FULL") == "1" }
+
+// TestRebuildONUDataEqualsLive100k: the live projector projects varbind
+// batches (onuWalks: walks with removals, returns, Rx cleared, status and
+// power changes; a malformed batch); a rebuild of onu_data (onu_data,
+// onu_history, execution_placement, onu_walks) equals what it left
+// (liveVsRebuild). The issue's 100k batches (100,800: 2m14s live and
+// twice 3m11s of rebuild on the 2-core development machine, 927k history
+// rows) run with FACHO_TEST_FULL=1; by default 30,240 (a package's tests
+// stay within go test's 10-minute timeout), under the race detector
+// 10,080.
+func TestRebuildONUDataEqualsLive100k(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k events")
+	}
+	r := newRig(t)
+	g := &workGen{t: t, js: r.js, base: time.Now().UTC().Truncate(time.Second).Add(-time.Hour)}
+	walks, olts, want := 840, 12, 30000
+	switch {
+	case fullSize():
+		walks, want = 2800, 100000
+	case raceEnabled:
+		walks, want = 280, 10000
+	}
+	batches := 0
+	for w := 0; w < walks; w += 80 {
+		batches += g.onuWalks(w, min(w+80, walks), olts)
+		if w <= walks/2 && walks/2 < w+80 {
+			g.publishRaw(streams.SubjectVarbinds("olt-1"), []byte(`{"not":"an envelope"}`))
+		}
+		g.wait()
+	}
+	if batches < want {
+		t.Fatalf("only %d varbind batches", batches)
+	}
+	start := time.Now()
+	stop := r.start()
+	r.waitLive(streams.StreamVarbinds, streams.ConsumerProjectorVarbinds, 10*time.Minute)
+	r.waitDrained(streams.StreamDLQ, streams.ConsumerProjectorDLQ, time.Minute)
+	stop()
+	t.Logf("live projector: %d batches in %s", batches, time.Since(start).Round(time.Millisecond))
+	r.liveVsRebuild(ReadModelONUData)
+	if n := r.count(`SELECT count(*) FROM onu_history`); n < int64(batches) {
+		t.Errorf("onu_history: %d rows, want at least one per batch (%d)", n, batches)
+	}
+	for q, min := range map[string]int64{
+		`SELECT count(*) FROM onu_history WHERE field = 'removed_at' AND new_value IS NOT NULL`: int64(walks),
+		`SELECT count(*) FROM onu_history WHERE field = 'rx_power_dbm' AND new_value IS NULL`:   int64(walks),
+	} {
+		if got := r.count(q); got < min {
+			t.Errorf("%s = %d, want at least %d", q, got, min)
+		}
+	}
+}
+
+// TestRebuildExecutionsEqualsLive: the live projector projects execution
+// events of every shape (mixedExecs: retries, skipped, aborted,
+// interrupted, redelivered, stale, malformed, dead-lettered readings) with
+// their NodeDue; a rebuild of executions equals what it left
+// (liveVsRebuild).
+//
+// One shape is left out (oneDeadLetter): an execution with two
+// dead-lettered batches. The live projection's result depends on the
+// order its exec and dead-letter consumers ran: the attempt row's error
+// counts the dead letters projected before the success (applyExecEvent),
+// and a later dead letter fails the execution's row again with the new
+// count but not its attempt row (applyDeadLetter only touches an attempt
+// still SUCCESS); the rebuild applies the exec stream first, live they
+// interleave. Found by this test; TestRebuildBatchEqualsPerMessage keeps
+// the shape (both rebuild forms apply the streams in the same order).
+//
+// The live projection of executions runs one transaction and one
+// acknowledgement per message (185-660 events/s on the 2-core development
+// machine, with other test suites running or not): 100k events take up to
+// 10 minutes, so the test runs 15,500 exec events (6,000 executions) and
+// the issue's 100k (39,600 executions: 102,300 exec events, 36,300
+// NodeDue) only with FACHO_TEST_FULL=1; under the race detector 3,100.
+func TestRebuildExecutionsEqualsLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live projection of many events")
+	}
+	r := newRig(t)
+	g := &workGen{t: t, js: r.js, base: time.Now().UTC().Truncate(time.Second).Add(-time.Hour), oneDeadLetter: true}
+	execs := 6000
+	switch {
+	case fullSize():
+		execs = 39600
+	case raceEnabled:
+		execs = 1200
+	}
+	events := 0
+	for from := 0; from < execs; from += 1200 {
+		events += g.mixedExecs(from, min(from+1200, execs))
+		g.wait()
+	}
+	start := time.Now()
+	stop := r.start()
+	limit := 20 * time.Minute
+	r.waitLive(streams.StreamExec, streams.ConsumerProjectorExec, limit)
+	r.waitLive(streams.StreamSchedule, streams.ConsumerProjectorSchedule, limit)
+	r.waitDrained(streams.StreamDLQ, streams.ConsumerProjectorDLQ, limit)
+	stop()
+	t.Logf("live projector: %d exec events (+ %d NodeDue) in %s", events, r.streamMsgs(streams.StreamSchedule), time.Since(start).Round(time.Millisecond))
+	r.liveVsRebuild(ReadModelExecutions)
+	if n := r.count(`SELECT count(*) FROM execution_dead_letters`); n == 0 {
+		t.Error("no dead-lettered batch projected")
+	}
+	if n := r.count(`SELECT count(*) FROM executions WHERE status = 'FAILED' AND dead_lettered_batches > 0`); n == 0 {
+		t.Error("no execution failed by its dead-lettered batches")
+	}
+}
