@@ -83,6 +83,12 @@ func End(ctx context.Context, js jetstream.JetStream, r Range) (first, last uint
 // is returned. The message is only valid during the call (ordered
 // consumers need no ack).
 func Read(ctx context.Context, js jetstream.JetStream, r Range, fn func(jetstream.Msg) error) (Stats, error) {
+	return ReadMeta(ctx, js, r, func(m jetstream.Msg, _ *jetstream.MsgMetadata) error { return fn(m) })
+}
+
+// ReadMeta is Read for a caller that needs each message's metadata
+// (sequence, time): fn gets it parsed once, with the message.
+func ReadMeta(ctx context.Context, js jetstream.JetStream, r Range, fn func(jetstream.Msg, *jetstream.MsgMetadata) error) (Stats, error) {
 	var st Stats
 	_, end, err := End(ctx, js, r)
 	if err != nil {
@@ -128,7 +134,7 @@ func Read(ctx context.Context, js jetstream.JetStream, r Range, fn func(jetstrea
 		if seq > end || (!r.To.Time.IsZero() && meta.Timestamp.After(r.To.Time)) {
 			return true, nil
 		}
-		if err := fn(m); err != nil {
+		if err := fn(m, meta); err != nil {
 			return true, err
 		}
 		st.Messages++

@@ -492,11 +492,7 @@ func (rb *rebuild) read(ctx context.Context, i int, target uint64, fn func(jsrou
 	if target == 0 || (from.Seq > 0 && from.Seq > target) {
 		return nil
 	}
-	_, err := Read(ctx, rb.js, Range{Stream: s.Stream, From: from, To: Position{Seq: target}, Batch: rb.opts.Batch}, func(m jetstream.Msg) error {
-		meta, err := m.Metadata()
-		if err != nil {
-			return err
-		}
+	_, err := ReadMeta(ctx, rb.js, Range{Stream: s.Stream, From: from, To: Position{Seq: target}, Batch: rb.opts.Batch}, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
 		// Data and headers stay valid: ordered consumer messages are not
 		// reused.
 		return fn(jsrouter.Msg{Stream: s.Stream, Consumer: s.Consumer, Subject: m.Subject(), Seq: meta.Sequence.Stream,

@@ -148,11 +148,7 @@ func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w,
 		}
 		return nil
 	}
-	_, err = replay.Read(gctx, js, r, func(m jetstream.Msg) error {
-		meta, err := m.Metadata()
-		if err != nil {
-			return err
-		}
+	_, err = replay.ReadMeta(gctx, js, r, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
 		if cur == nil {
 			cur = &chunk{lines: make([]line, 0, replayChunk), out: make(chan []byte, 1)}
 		}
