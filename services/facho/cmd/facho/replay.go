@@ -98,7 +98,8 @@ func writeReplay(ctx context.Context, js jetstream.JetStream, r replay.Range, w,
 	for range replayFormatters {
 		g.Go(func() error {
 			for c := range work {
-				var b []byte
+				// The data, and room for each line's other fields.
+				b := make([]byte, 0, c.bytes+len(c.lines)*256)
 				for _, l := range c.lines {
 					b = appendReplayLine(b, r.Stream, l.seq, l.subject, l.at, l.data)
 				}
