@@ -70,6 +70,12 @@ type Config struct {
 	// ProfileSeconds is the length of the CPU profile taken from every
 	// service during the first cycle (0: none).
 	ProfileSeconds int
+	// ProfileCycle is the cycle whose first N seconds are profiled
+	// (default 1; 2: a steady cycle, without the first one's inserts).
+	ProfileCycle int
+	// ProfileDir keeps the CPU profiles (one per service, nats.pprof for
+	// the embedded NATS server); empty: they go with the temporary folder.
+	ProfileDir string
 	// DatabaseURL of a server where the bench creates (and drops) a
 	// database of its own; empty or not answering: a private cluster in
 	// the temporary folder.
@@ -93,6 +99,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Cycles == 0 {
 		c.Cycles = 3
+	}
+	if c.ProfileCycle == 0 {
+		c.ProfileCycle = 1
 	}
 	if c.FirstRunSpread == 0 {
 		c.FirstRunSpread = -time.Second
@@ -141,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	if c.BaselineOLTs < 0 || c.BaselineOLTs > c.OLTs {
 		errs = append(errs, fmt.Errorf("baseline-olts %d: want 0..%d", c.BaselineOLTs, c.OLTs))
+	}
+	if c.ProfileCycle < 1 || c.ProfileCycle > c.Cycles {
+		errs = append(errs, fmt.Errorf("profile cycle %d: want 1..cycles (%d)", c.ProfileCycle, c.Cycles))
 	}
 	if c.ProfileSeconds < 0 || c.ProfileSeconds > 50 {
 		errs = append(errs, fmt.Errorf("profile seconds %d: want 0..50", c.ProfileSeconds))

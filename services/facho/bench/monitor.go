@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ type sample struct {
 	bytes    uint64
 	firstSeq uint64
 	lag      float64 // seconds since the oldest unacked batch was published (0: none)
+	// cpu is every process's CPU seconds so far (a cycle's CPU is the
+	// difference between the samples around it).
+	cpu map[string]float64
 }
 
 // execRow is one executions row.
@@ -42,15 +46,17 @@ type monitor struct {
 	mu      sync.Mutex
 	samples []sample
 
-	profWG   sync.WaitGroup
-	profiles map[string]string // service -> profile file
-	profMu   sync.Mutex
+	profWG        sync.WaitGroup
+	profiles      map[string]string // service -> profile file
+	postmasterPID int               // set before the sampler starts (0: unknown)
+	profMu        sync.Mutex
 }
 
 // measure waits for Cycles complete cycles (or the timeout), sampling
 // the projector's progress, then computes the figures.
 func (m *monitor) measure(ctx context.Context, configured time.Time) error {
 	cfg := m.r.cfg
+	m.postmasterPID = m.r.postmaster(ctx)
 	sctx, stopSampler := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
 	go func() {
@@ -85,11 +91,11 @@ func (m *monitor) measure(ctx context.Context, configured time.Time) error {
 			m.r.progress.set(fmt.Sprintf("waiting for the first executions (%s)", time.Since(configured).Round(time.Second)))
 			continue
 		}
-		if !profiled && cfg.ProfileSeconds > 0 && anyStarted(rows) {
+		win := windows(rows)
+		if w := win[cfg.ProfileCycle]; !profiled && cfg.ProfileSeconds > 0 && w != nil && !w.start.IsZero() {
 			profiled = true
 			m.startProfiles(ctx, cfg.ProfileSeconds)
 		}
-		win := windows(rows)
 		cur, walked := 0, 0
 		for k := 1; k <= cfg.Cycles; k++ {
 			if w := win[k]; w != nil && w.terminal >= expected && w.open == 0 {
@@ -177,6 +183,10 @@ func (m *monitor) sampler(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		s.cpu = map[string]float64{}
+		for _, p := range m.processes(ctx) {
+			s.cpu[p.Name] = p.CPUSeconds
+		}
 		m.mu.Lock()
 		m.samples = append(m.samples, s)
 		m.mu.Unlock()
@@ -244,15 +254,6 @@ func firstScheduled(rows []execRow) (time.Time, bool) {
 	return t0, !t0.IsZero()
 }
 
-func anyStarted(rows []execRow) bool {
-	for _, e := range rows {
-		if e.started != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // window is one cycle: the k-th scheduled execution of every node (job x
 // OLT). Counting per node, not by clock, keeps a node in its cycle when
 // the planner spreads first runs over the whole interval.
@@ -261,6 +262,7 @@ type window struct {
 	varbinds       int64
 	start, end     time.Time // first started, last finished
 	lateness       []float64
+	durations      map[string][]float64 // job -> finished - started, seconds
 }
 
 func windows(rows []execRow) map[int]*window {
@@ -303,13 +305,47 @@ func addToWindow(out map[int]*window, k int, e execRow) {
 	if e.finished != nil && e.finished.After(w.end) {
 		w.end = *e.finished
 	}
+	if e.started != nil && e.finished != nil {
+		if w.durations == nil {
+			w.durations = map[string][]float64{}
+		}
+		w.durations[e.job] = append(w.durations[e.job], e.finished.Sub(*e.started).Seconds())
+	}
 }
 
-// startProfiles takes a CPU profile of every service, in the background.
+// benchProcess names the bench's own process in the results.
+const benchProcess = "facho bench (embedded NATS, baseline clients)"
+
+// startProfiles takes a CPU profile of every service and of the embedded
+// NATS server, in the background.
 func (m *monitor) startProfiles(ctx context.Context, seconds int) {
-	dir := filepath.Join(m.r.tmp, "profiles")
+	dir := m.r.cfg.ProfileDir
+	if dir == "" {
+		dir = filepath.Join(m.r.tmp, "profiles")
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return
+	}
+	// The bench's own process: the embedded NATS server.
+	if f, err := os.Create(filepath.Join(dir, "nats.pprof")); err == nil {
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		} else {
+			m.profWG.Add(1)
+			go func() {
+				defer m.profWG.Done()
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Duration(seconds) * time.Second):
+				}
+				pprof.StopCPUProfile()
+				if f.Close() == nil {
+					m.profMu.Lock()
+					m.profiles[benchProcess] = f.Name()
+					m.profMu.Unlock()
+				}
+			}()
+		}
 	}
 	for _, p := range m.r.procs {
 		if p.pprofAddr == "" {
@@ -337,8 +373,14 @@ func (m *monitor) startProfiles(ctx context.Context, seconds int) {
 
 // usage reads CPU and peak RSS of every process before they stop.
 func (m *monitor) usage(ctx context.Context) {
+	m.res.Processes = append(m.res.Processes, m.processes(ctx)...)
+}
+
+// processes reads CPU and peak RSS of every process of the run.
+func (m *monitor) processes(ctx context.Context) []Process {
+	var out []Process
 	add := func(name string, u procUsage) {
-		m.res.Processes = append(m.res.Processes, Process{Name: name, CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSS})
+		out = append(out, Process{Name: name, CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSS})
 	}
 	for _, p := range m.r.procs {
 		if u, err := readUsage(p.cmd.Process.Pid, false); err == nil {
@@ -349,15 +391,16 @@ func (m *monitor) usage(ctx context.Context) {
 		add("oltsim (simulator)", u)
 	}
 	if u, err := readUsage(os.Getpid(), false); err == nil {
-		add("facho bench (embedded NATS, baseline clients)", u)
+		add(benchProcess, u)
 	}
 	// Postgres: the postmaster with its exited and live backends, since
 	// the bench connected.
-	if pid := m.r.postmaster(ctx); pid > 1 {
+	if pid := m.postmasterPID; pid > 1 {
 		if cpu, err := treeCPU(pid); err == nil {
-			m.res.Processes = append(m.res.Processes, Process{Name: "postgres (server)", CPUSeconds: cpu - m.r.pgCPU0})
+			out = append(out, Process{Name: "postgres (server)", CPUSeconds: cpu - m.r.pgCPU0})
 		}
 	}
+	return out
 }
 
 // summariseProfile runs go tool pprof -top on the profile of the service
@@ -378,6 +421,9 @@ func (m *monitor) summariseProfile(ctx context.Context) {
 		if p.name == hot.Name {
 			binPath = p.cmd.Path
 		}
+	}
+	if hot.Name == benchProcess {
+		binPath, _ = os.Executable()
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

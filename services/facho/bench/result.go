@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -49,18 +50,22 @@ type Result struct {
 	StreamBytesPerVarbind float64 `json:"stream_bytes_per_varbind"`
 	// StreamDiskBytesPerVarbind: the stream's folder in the JetStream
 	// store (after its store compression) over the same varbinds.
-	StreamDiskBytesPerVarbind float64    `json:"stream_disk_bytes_per_varbind"`
-	PostgresBytesPerONU       float64    `json:"postgres_onu_data_bytes_per_onu"`
-	PostgresDatabaseBytes     int64      `json:"postgres_database_bytes"`
-	ONUs                      int64      `json:"onus_in_onu_data"`
-	VarbindsPerCPUSecond      float64    `json:"varbinds_per_cpu_second"`
-	PerCycle                  []Cycle    `json:"per_cycle"`
-	Processes                 []Process  `json:"processes"`
-	Baselines                 []Baseline `json:"baselines"`
-	Ratios                    []Ratio    `json:"ratios"`
-	ProfileService            string     `json:"profile_service,omitempty"`
-	ProfileTop                string     `json:"profile_top,omitempty"`
-	StreamNote                string     `json:"stream_note,omitempty"`
+	StreamDiskBytesPerVarbind float64 `json:"stream_disk_bytes_per_varbind"`
+	PostgresBytesPerONU       float64 `json:"postgres_onu_data_bytes_per_onu"`
+	PostgresDatabaseBytes     int64   `json:"postgres_database_bytes"`
+	ONUs                      int64   `json:"onus_in_onu_data"`
+	VarbindsPerCPUSecond      float64 `json:"varbinds_per_cpu_second"`
+	// SteadyVarbindsPerCPUSecond: cycles 2..K's varbinds over the CPU
+	// every process but the simulator used in their busy time (0: one
+	// cycle). 100k varbinds/s on 2 cores needs 50k.
+	SteadyVarbindsPerCPUSecond float64    `json:"steady_varbinds_per_cpu_second,omitempty"`
+	PerCycle                   []Cycle    `json:"per_cycle"`
+	Processes                  []Process  `json:"processes"`
+	Baselines                  []Baseline `json:"baselines"`
+	Ratios                     []Ratio    `json:"ratios"`
+	ProfileService             string     `json:"profile_service,omitempty"`
+	ProfileTop                 string     `json:"profile_top,omitempty"`
+	StreamNote                 string     `json:"stream_note,omitempty"`
 }
 
 // Cycle is one discovery+GET cycle over the fleet.
@@ -74,6 +79,21 @@ type Cycle struct {
 	EndToEndVarbindsPerS float64 `json:"end_to_end_varbinds_per_s"`
 	LatenessP50Seconds   float64 `json:"lateness_p50_seconds"`
 	LatenessP99Seconds   float64 `json:"lateness_p99_seconds"`
+	// Jobs: how long each job's executions of the cycle ran.
+	Jobs []JobDurations `json:"jobs,omitempty"`
+	// CPUSeconds: what every process but the simulator used from the
+	// cycle's first start to its last commit (the busy time; idle time
+	// between cycles is not counted).
+	CPUSeconds           float64 `json:"cpu_seconds,omitempty"`
+	VarbindsPerCPUSecond float64 `json:"varbinds_per_cpu_second,omitempty"`
+}
+
+// JobDurations is finished - started of one job's executions in a cycle.
+type JobDurations struct {
+	Job        string  `json:"job"`
+	Executions int     `json:"executions"`
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
 }
 
 // Process is one process's CPU and peak memory over the run.
@@ -82,6 +102,11 @@ type Process struct {
 	CPUSeconds        float64 `json:"cpu_seconds"`
 	PeakRSSBytes      int64   `json:"peak_rss_bytes,omitempty"`
 	VarbindsPerCPUSec float64 `json:"varbinds_per_cpu_second"`
+	// SteadyCPUSeconds is its CPU in the busy time of cycles 2..K (first
+	// start to last commit, without the first cycle's inserts);
+	// SteadyVarbindsPerCPUSec the varbinds of those cycles over it.
+	SteadyCPUSeconds        float64 `json:"steady_cpu_seconds,omitempty"`
+	SteadyVarbindsPerCPUSec float64 `json:"steady_varbinds_per_cpu_second,omitempty"`
 }
 
 // Ratio is Facho against one baseline of the same run.
@@ -105,6 +130,7 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 		return fmt.Errorf("no execution ran")
 	}
 	win := windows(rows)
+	steadyCPU := map[string]float64{} // process -> CPU in cycles 2..K's busy time
 	var allLate []float64
 	var walkSum, e2eSum float64
 	var vbSum int64
@@ -129,6 +155,18 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 			for _, s := range samples {
 				if !s.t.Before(w.end) && s.ackFloor >= target {
 					c.EndToEndSeconds = s.t.Sub(w.start).Seconds()
+					busy := cpuBetween(samples, w.start, s.t)
+					for name, sec := range busy {
+						if !strings.HasPrefix(name, "oltsim") {
+							c.CPUSeconds += sec
+						}
+						if k > 1 {
+							steadyCPU[name] += sec
+						}
+					}
+					if c.CPUSeconds > 0 {
+						c.VarbindsPerCPUSecond = float64(c.Varbinds) / c.CPUSeconds
+					}
 					if spanEnd.Before(s.t) {
 						spanEnd = s.t
 					}
@@ -138,6 +176,15 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 		}
 		if spanStart.IsZero() || w.start.Before(spanStart) {
 			spanStart = w.start
+		}
+		jobs := make([]string, 0, len(w.durations))
+		for job := range w.durations {
+			jobs = append(jobs, job)
+		}
+		sort.Strings(jobs)
+		for _, job := range jobs {
+			d := sortedCopy(w.durations[job])
+			c.Jobs = append(c.Jobs, JobDurations{Job: job, Executions: len(d), P50Seconds: percentile(d, 0.50), P99Seconds: percentile(d, 0.99)})
 		}
 		late := sortedCopy(w.lateness)
 		c.LatenessP50Seconds, c.LatenessP99Seconds = percentile(late, 0.50), percentile(late, 0.99)
@@ -195,11 +242,24 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 		res.PostgresBytesPerONU = float64(relBytes) / float64(res.ONUs)
 	}
 
-	var total, pollerCPU float64
+	var steadyVarbinds int64
+	for _, c := range res.PerCycle {
+		if c.Cycle > 1 {
+			steadyVarbinds += c.Varbinds
+		}
+	}
+	var total, steadyTotal, pollerCPU float64
 	for i := range res.Processes {
 		p := &res.Processes[i]
+		p.SteadyCPUSeconds = steadyCPU[p.Name]
 		if p.CPUSeconds > 0 {
 			p.VarbindsPerCPUSec = float64(allVarbinds) / p.CPUSeconds
+		}
+		if p.SteadyCPUSeconds > 0 && steadyVarbinds > 0 {
+			p.SteadyVarbindsPerCPUSec = float64(steadyVarbinds) / p.SteadyCPUSeconds
+			if !strings.HasPrefix(p.Name, "oltsim") {
+				steadyTotal += p.SteadyCPUSeconds
+			}
 		}
 		if strings.HasPrefix(p.Name, "poller-") {
 			pollerCPU += p.CPUSeconds
@@ -217,6 +277,9 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 	if total > 0 {
 		res.VarbindsPerCPUSecond = float64(allVarbinds) / total
 	}
+	if steadyTotal > 0 {
+		res.SteadyVarbindsPerCPUSecond = float64(steadyVarbinds) / steadyTotal
+	}
 	for _, b := range res.Baselines {
 		if b.Skipped != "" || b.VarbindsPerS == 0 {
 			continue
@@ -228,6 +291,29 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 		res.Ratios = append(res.Ratios, r)
 	}
 	return nil
+}
+
+// cpuBetween is every process's CPU seconds from the last sample at or
+// before from to the first at or after to.
+func cpuBetween(samples []sample, from, to time.Time) map[string]float64 {
+	var a, b map[string]float64
+	for _, s := range samples {
+		if !s.t.After(from) && s.cpu != nil {
+			a = s.cpu
+		}
+		if !s.t.Before(to) && s.cpu != nil {
+			b = s.cpu
+			break
+		}
+	}
+	out := map[string]float64{}
+	if a == nil || b == nil {
+		return out
+	}
+	for name, sec := range b {
+		out[name] = sec - a[name]
+	}
+	return out
 }
 
 // dirBytes is the size of the files under every folder named name
@@ -284,23 +370,35 @@ func (r *Result) WriteTable(w io.Writer) {
 	fmt.Fprintf(tw, "stream bytes per varbind (JetStream's count / on disk)\t%.1f / %.1f\n", r.StreamBytesPerVarbind, r.StreamDiskBytesPerVarbind)
 	fmt.Fprintf(tw, "onu_data bytes per ONU (%d ONUs; table, indexes, dead rows)\t%.0f\n", r.ONUs, r.PostgresBytesPerONU)
 	fmt.Fprintf(tw, "varbinds per CPU-second (services, NATS, Postgres)\t%.0f\n", r.VarbindsPerCPUSecond)
-	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "cycle\texecutions\tvarbinds\twalk s\tend-to-end s\twalk vb/s\te2e vb/s\tlate p50 s\tlate p99 s")
-	for _, c := range r.PerCycle {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\n", c.Cycle, c.Executions, c.Varbinds, c.WalkSeconds, c.EndToEndSeconds, c.WalkVarbindsPerS, c.EndToEndVarbindsPerS, c.LatenessP50Seconds, c.LatenessP99Seconds)
+	if r.SteadyVarbindsPerCPUSecond > 0 {
+		fmt.Fprintf(tw, "  the same in the busy time of cycles 2..%d (no first-cycle inserts, no idle)\t%.0f\n", r.Cycles, r.SteadyVarbindsPerCPUSecond)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "process\tCPU s\tpeak RSS MiB\tvarbinds per CPU-s")
+	fmt.Fprintln(tw, "cycle\texecutions\tvarbinds\twalk s\tend-to-end s\twalk vb/s\te2e vb/s\tlate p50 s\tlate p99 s\tCPU s\tvb per CPU-s")
+	for _, c := range r.PerCycle {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%.0f\n", c.Cycle, c.Executions, c.Varbinds, c.WalkSeconds, c.EndToEndSeconds, c.WalkVarbindsPerS, c.EndToEndVarbindsPerS, c.LatenessP50Seconds, c.LatenessP99Seconds, c.CPUSeconds, c.VarbindsPerCPUSecond)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "cycle\tjob\texecutions\tduration p50 s\tp99 s")
+	for _, c := range r.PerCycle {
+		for _, j := range c.Jobs {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.2f\t%.2f\n", c.Cycle, j.Job, j.Executions, j.P50Seconds, j.P99Seconds)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "process\tCPU s\tpeak RSS MiB\tvarbinds per CPU-s\tcycles 2..K busy: CPU s\tvarbinds per CPU-s")
 	for _, p := range r.Processes {
 		rss := "-"
 		if p.PeakRSSBytes > 0 {
 			rss = fmt.Sprintf("%.0f", float64(p.PeakRSSBytes)/(1<<20))
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.0f\n", p.Name, p.CPUSeconds, rss, p.VarbindsPerCPUSec)
+		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%.0f\t%.1f\t%.0f\n", p.Name, p.CPUSeconds, rss, p.VarbindsPerCPUSec, p.SteadyCPUSeconds, p.SteadyVarbindsPerCPUSec)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
