@@ -17,10 +17,12 @@ import (
 // the schedule and execution consumers. Message by message, each event
 // runs its quota_executions statement, recomputes its tracker (four
 // statements), moves the watermark and, for the execution events, the
-// OLT's failure streak. The batch form runs the same statements, in the
-// same order, pipelined (one round trip for many), and recomputes each
-// tracker the run touched once, when it is flushed, instead of after each
-// event; the watermark moves once, to the latest event time.
+// OLT's failure streak. The batch form applies the same rules in memory,
+// in the same order (the quota_executions and failure_streaks rows the
+// run touches are read once), writes each changed row once, and
+// recomputes each tracker the run touched once, when it is flushed,
+// instead of after each event; the watermark moves once, to the latest
+// event time.
 //
 // That leaves exactly what message by message leaves because a tracker
 // is recomputed from its hour's executions, the previous hour's
@@ -46,11 +48,24 @@ func keyOf(olt, task string, start time.Time) quotaKey {
 
 func (k quotaKey) next() quotaKey { return quotaKey{k.olt, k.task, k.start + 3600} }
 
-// qexecKey is where a quota_executions row counts: its olt, task and hour
-// (start nil: no NodeDue yet, it counts nowhere).
-type qexecKey struct {
-	olt, task string
-	start     *time.Time
+// qexecRow is a quota_executions row in memory (start nil: no NodeDue
+// yet, it counts in no tracker).
+type qexecRow struct {
+	olt, task, kind, name string
+	interval              *int32
+	scheduled, start      *time.Time
+	outcome               string
+	attempt               int32
+	duration              *int64
+	dirty                 bool
+}
+
+// streakRow is a failure_streaks row in memory.
+type streakRow struct {
+	n                 int32
+	lastExec, lastErr string
+	at                time.Time
+	dirty             bool
 }
 
 // quotaRun applies a run of one consumer's events.
@@ -58,35 +73,43 @@ type quotaRun struct {
 	a        *auditor
 	tx       pgx.Tx
 	consumer string
-	rows     map[string]*qexecKey // quota_executions by execution_id; nil: no row
+	rows     map[string]*qexecRow  // quota_executions by execution_id; nil: no row
+	streaks  map[string]*streakRow // failure_streaks by olt_id; nil: no row
 	dirty    map[quotaKey]bool
 	order    []quotaKey // dirty, in the order first touched
-	b        *pgx.Batch
 	notes    []notification
 	mark     time.Time
 	marked   bool
 }
 
-func (a *auditor) newQuotaRun(ctx context.Context, tx pgx.Tx, consumer string, ids []string) (*quotaRun, error) {
-	r := &quotaRun{a: a, tx: tx, consumer: consumer, rows: map[string]*qexecKey{}, dirty: map[quotaKey]bool{}, b: &pgx.Batch{}}
-	if len(ids) == 0 {
-		return r, nil
-	}
-	rows, err := tx.Query(ctx, `SELECT execution_id, olt_id, task_type, period_start FROM quota_executions WHERE execution_id = ANY($1)`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read %d quota executions: %w", len(ids), err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		k := &qexecKey{}
-		if err := rows.Scan(&id, &k.olt, &k.task, &k.start); err != nil {
-			return nil, fmt.Errorf("read quota executions: %w", err)
+func (a *auditor) newQuotaRun(ctx context.Context, tx pgx.Tx, consumer string, ids, olts []string) (*quotaRun, error) {
+	r := &quotaRun{a: a, tx: tx, consumer: consumer, rows: map[string]*qexecRow{}, streaks: map[string]*streakRow{}, dirty: map[quotaKey]bool{}}
+	var b pgx.Batch
+	b.Queue(`SELECT execution_id, olt_id, task_type, job_kind, job_name, interval_seconds, scheduled_at, period_start, outcome, attempt, duration_ms
+		FROM quota_executions WHERE execution_id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			q := &qexecRow{}
+			if err := rows.Scan(&id, &q.olt, &q.task, &q.kind, &q.name, &q.interval, &q.scheduled, &q.start, &q.outcome, &q.attempt, &q.duration); err != nil {
+				return err
+			}
+			r.rows[id] = q
 		}
-		r.rows[id] = k
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read quota executions: %w", err)
+		return rows.Err()
+	})
+	b.Queue(`SELECT olt_id, consecutive_failures, last_execution_id, last_error, updated_at FROM failure_streaks WHERE olt_id = ANY($1)`, olts).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var olt string
+			f := &streakRow{}
+			if err := rows.Scan(&olt, &f.n, &f.lastExec, &f.lastErr, &f.at); err != nil {
+				return err
+			}
+			r.streaks[olt] = f
+		}
+		return rows.Err()
+	})
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, fmt.Errorf("read %d quota executions: %w", len(ids), err)
 	}
 	return r, nil
 }
@@ -99,15 +122,11 @@ func (r *quotaRun) touch(k quotaKey) {
 	}
 }
 
-// flush runs the queued statements, then recomputes the touched trackers
-// in only (nil: all of them).
+// flush writes the changed rows, then recomputes the touched trackers in
+// only (nil: all of them).
 func (r *quotaRun) flush(ctx context.Context, only map[quotaKey]bool) error {
-	if r.b.Len() > 0 {
-		b := r.b
-		r.b = &pgx.Batch{}
-		if err := r.tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("quota statements: %w", err)
-		}
+	if err := r.writeExecutions(ctx); err != nil {
+		return err
 	}
 	rest := r.order[:0]
 	for _, k := range r.order {
@@ -121,6 +140,65 @@ func (r *quotaRun) flush(ctx context.Context, only map[quotaKey]bool) error {
 		delete(r.dirty, k)
 	}
 	r.order = rest
+	return nil
+}
+
+// writeExecutions upserts the changed quota_executions rows.
+func (r *quotaRun) writeExecutions(ctx context.Context) error {
+	var (
+		ids, olts, tasks, kinds, names, outcomes []string
+		intervals, attempts                      []*int32
+		scheds, starts                           []*time.Time
+		durs                                     []*int64
+	)
+	for id, q := range r.rows {
+		if q == nil || !q.dirty {
+			continue
+		}
+		q.dirty = false
+		att := q.attempt
+		ids, olts, tasks, kinds, names, outcomes = append(ids, id), append(olts, q.olt), append(tasks, q.task), append(kinds, q.kind), append(names, q.name), append(outcomes, q.outcome)
+		intervals, attempts, scheds, starts, durs = append(intervals, q.interval), append(attempts, &att), append(scheds, q.scheduled), append(starts, q.start), append(durs, q.duration)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := r.tx.Exec(ctx, `INSERT INTO quota_executions (execution_id, olt_id, task_type, job_kind, job_name, interval_seconds, scheduled_at, period_start, outcome, attempt, duration_ms)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[], $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int4[], $11::int8[])
+		ON CONFLICT (execution_id) DO UPDATE SET olt_id = EXCLUDED.olt_id, task_type = EXCLUDED.task_type, job_kind = EXCLUDED.job_kind,
+			job_name = EXCLUDED.job_name, interval_seconds = EXCLUDED.interval_seconds, scheduled_at = EXCLUDED.scheduled_at,
+			period_start = EXCLUDED.period_start, outcome = EXCLUDED.outcome, attempt = EXCLUDED.attempt, duration_ms = EXCLUDED.duration_ms,
+			updated_at = now()`,
+		ids, olts, tasks, kinds, names, intervals, scheds, starts, outcomes, attempts, durs)
+	if err != nil {
+		return fmt.Errorf("write %d quota executions: %w", len(ids), err)
+	}
+	return nil
+}
+
+// writeStreaks upserts the changed failure_streaks rows.
+func (r *quotaRun) writeStreaks(ctx context.Context) error {
+	var (
+		olts, execs, errs []string
+		ns                []int32
+		ats               []time.Time
+	)
+	for olt, f := range r.streaks {
+		if f == nil || !f.dirty {
+			continue
+		}
+		olts, execs, errs, ns, ats = append(olts, olt), append(execs, f.lastExec), append(errs, f.lastErr), append(ns, f.n), append(ats, f.at)
+	}
+	if len(olts) == 0 {
+		return nil
+	}
+	_, err := r.tx.Exec(ctx, `INSERT INTO failure_streaks (olt_id, consecutive_failures, last_execution_id, last_error, updated_at)
+		SELECT * FROM unnest($1::text[], $2::int4[], $3::text[], $4::text[], $5::timestamptz[])
+		ON CONFLICT (olt_id) DO UPDATE SET consecutive_failures = EXCLUDED.consecutive_failures, last_execution_id = EXCLUDED.last_execution_id,
+			last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at`, olts, ns, execs, errs, ats)
+	if err != nil {
+		return fmt.Errorf("write %d failure streaks: %w", len(olts), err)
+	}
 	return nil
 }
 
@@ -138,15 +216,15 @@ func (r *quotaRun) nodeDue(ctx context.Context, nd streams.NodeDue) error {
 	start := period(nd.ScheduledAt)
 	touched := keyOf(nd.OLTID, nd.JobID, start)
 	row := r.rows[nd.ExecutionID]
-	after := qexecKey{nd.OLTID, nd.JobID, &start}
+	olt, task := nd.OLTID, nd.JobID
 	if row != nil {
-		after = qexecKey{row.olt, row.task, &start} // the row keeps its olt_id and task_type
+		olt, task = row.olt, row.task // the row keeps its olt_id and task_type
 	}
 	// The trackers whose inputs the statement changes: the hour the row
 	// counts in after it and the one after (which asks whether the node
 	// ran the hour before); when it moves, also the hour it leaves and the
 	// one after that. A row staying in its hour changes only that hour's.
-	ak := keyOf(after.olt, after.task, start)
+	ak := keyOf(olt, task, start)
 	changed := []quotaKey{ak}
 	switch {
 	case row == nil || row.start == nil:
@@ -171,45 +249,79 @@ func (r *quotaRun) nodeDue(ctx context.Context, nd streams.NodeDue) error {
 			return err
 		}
 	}
-	r.b.Queue(nodeDueSQL, nodeDueArgs(nd)...)
-	r.rows[nd.ExecutionID] = &after
+	// nodeDueSQL in memory.
+	if row == nil {
+		row = &qexecRow{olt: nd.OLTID, task: nd.JobID, outcome: outcomePending}
+		r.rows[nd.ExecutionID] = row
+	}
+	interval, scheduled := int32(nd.IntervalSeconds), nd.ScheduledAt
+	row.kind, row.name, row.interval, row.scheduled, row.start, row.dirty = nd.Kind, nd.JobName, &interval, &scheduled, &start, true
 	r.touch(touched)
 	return nil
 }
 
-// exec queues an execution event's statements and touches the tracker its
-// execution counts in, as execQuota's Apply recomputes it.
+// exec applies an execution event (its quota_executions statement and
+// the failure streak's, in memory) and touches the tracker its execution
+// counts in, as execQuota's Apply recomputes it.
 func (r *quotaRun) exec(q execQuotaEvent, at time.Time) {
-	r.b.Queue(q.sql(), q.args()...)
 	row := r.rows[q.execID]
-	if row == nil {
-		row = &qexecKey{olt: q.olt, task: q.job}
+	switch {
+	case row == nil:
+		row = &qexecRow{olt: q.olt, task: q.job, outcome: q.outcome, attempt: int32(q.attempt), duration: q.duration, dirty: true}
 		r.rows[q.execID] = row
+	case q.replaces(row.outcome, row.attempt):
+		row.outcome, row.attempt, row.dirty = q.outcome, max(row.attempt, int32(q.attempt)), true
+		if q.duration != nil {
+			row.duration = q.duration
+		}
 	}
 	if row.start != nil {
 		r.touch(keyOf(row.olt, row.task, *row.start))
 	}
-	switch q.streak {
-	case -1:
-		r.b.Queue(streakResetSQL, q.olt, q.execID, at)
-	case 1:
-		r.b.Queue(streakFailSQL, q.olt, q.execID, sanitizeString(q.errText), at).QueryRow(func(row pgx.Row) error {
-			var n int
-			if err := row.Scan(&n); err != nil {
-				return fmt.Errorf("failure streak of %s: %w", q.olt, err)
-			}
-			if n == r.a.cfg.Notify.FailureStreak {
-				r.notes = append(r.notes, streakNotification(q.olt, q.execID, q.errText, n, at))
-			}
-			return nil
-		})
+	f := r.streaks[q.olt]
+	switch {
+	case q.streak == -1 && f != nil: // streakResetSQL
+		f.n, f.lastExec, f.lastErr, f.at, f.dirty = 0, q.execID, "", at, true
+	case q.streak == 1: // streakFailSQL
+		if f == nil {
+			f = &streakRow{n: 1}
+			r.streaks[q.olt] = f
+		} else if f.lastExec != q.execID {
+			f.n++
+		}
+		f.lastExec, f.lastErr, f.at, f.dirty = q.execID, sanitizeString(q.errText), at, true
+		if int(f.n) == r.a.cfg.Notify.FailureStreak {
+			r.notes = append(r.notes, streakNotification(q.olt, q.execID, q.errText, int(f.n), at))
+		}
 	}
+}
+
+// replaces is the event's condition (cond) on the stored outcome and
+// attempt.
+func (q execQuotaEvent) replaces(outcome string, attempt int32) bool {
+	a := int32(q.attempt)
+	switch q.outcome {
+	case outcomeRunning:
+		return outcome != outcomeSuccess && (attempt < a || (attempt == a && outcome == outcomePending))
+	case outcomeSuccess:
+		return outcome != outcomeSuccess
+	case outcomeFailed:
+		return outcome != outcomeSuccess && attempt <= a
+	case outcomeSkipped:
+		return outcome == outcomePending || outcome == outcomeRunning
+	case outcomeInterrupted:
+		return outcome != outcomeSuccess && (attempt < a || (attempt == a && (outcome == outcomePending || outcome == outcomeRunning)))
+	}
+	return false
 }
 
 // finish flushes, moves the watermark and writes the notifications (to
 // the rebuild's scratch copy).
 func (r *quotaRun) finish(ctx context.Context) error {
 	if err := r.flush(ctx, nil); err != nil {
+		return err
+	}
+	if err := r.writeStreaks(ctx); err != nil {
 		return err
 	}
 	if r.marked {
@@ -296,7 +408,7 @@ func (a *auditor) scheduleBatch(consumer string) projection.BatchApplier {
 		if err != nil || len(evs) == 0 {
 			return res, err
 		}
-		r, err := a.newQuotaRun(ctx, tx, consumer, ids)
+		r, err := a.newQuotaRun(ctx, tx, consumer, ids, nil)
 		if err != nil {
 			return res, err
 		}
@@ -327,7 +439,13 @@ func (a *auditor) execQuotaBatch(consumer string) projection.BatchApplier {
 		if err != nil || len(evs) == 0 {
 			return res, err
 		}
-		r, err := a.newQuotaRun(ctx, tx, consumer, ids)
+		var olts []string
+		for _, ev := range evs {
+			if ev.exec != nil && ev.exec.streak != 0 {
+				olts = append(olts, ev.exec.olt)
+			}
+		}
+		r, err := a.newQuotaRun(ctx, tx, consumer, ids, olts)
 		if err != nil {
 			return res, err
 		}
