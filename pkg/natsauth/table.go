@@ -76,9 +76,10 @@ func Table() []Identity {
 			// One durable per queue class; ConsumerPoller drains pre-class NodeDue.
 			Consumers: []string{streams.ConsumerPoller, streams.ConsumerPollerClass(streams.ClassHigh), streams.ConsumerPollerClass(streams.ClassPolling),
 				streams.ConsumerPollerClass(streams.ClassDiscovery), streams.ConsumerPollerClass(streams.ClassRetry)},
-			// FACHO_ONU: the discovered ONUs a get reads (getonus.go).
+			// FACHO_ONU: the discovered ONUs a get reads (getonus.go): the
+			// last event of the OLT's subjects, then a fold of the new ones.
 			Ordered:  []string{streams.StreamExec, streams.StreamONU},
-			ReadMsgs: []string{streams.StreamExec},
+			ReadMsgs: []string{streams.StreamExec, streams.StreamONU},
 			// Leases, its process record, what it learned of each OLT; the
 			// planner's cancellations (read and watched).
 			Buckets: []string{streams.BucketLeases, streams.BucketPollers, streams.BucketOLTSNMP, streams.BucketCancel},

@@ -102,10 +102,26 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 		added = 1 // store the rebuilt set even if nothing is folded
 	}
 	set.StreamCreated = info.Created
+	subjects := []string{streams.SubjectONU(olt, streams.ONUDiscovered), streams.SubjectONU(olt, streams.ONURemoved)}
+	if set.Seq > 0 {
+		// Nothing of this OLT since the snapshot (the usual get): no
+		// consumer. Creating one makes the server count the pending
+		// messages over every block since set.Seq, whatever the OLT: at
+		// 1,000 OLTs that was most of NATS's CPU in a steady cycle.
+		newer, err := newerThan(ctx, st, subjects, set.Seq)
+		if err != nil {
+			return added, fmt.Errorf("read discovered onus of %s: %w", olt, err)
+		}
+		if !newer {
+			return added, nil
+		}
+	}
+	// Every event of the OLT up to here is pending for the consumer below.
+	end := info.State.LastSeq
 	cfg := jetstream.OrderedConsumerConfig{
 		// removed: a complete walk did not find the ONU (a get stops
 		// reading it); found again, it is discovered again.
-		FilterSubjects: []string{streams.SubjectONU(olt, streams.ONUDiscovered), streams.SubjectONU(olt, streams.ONURemoved)},
+		FilterSubjects: subjects,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	}
 	if set.Seq > 0 {
@@ -121,6 +137,7 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 		return added, fmt.Errorf("read discovered onus of %s: %w", olt, err)
 	}
 	left := min(int(ci.NumPending), maxONUFold)
+	complete := int(ci.NumPending) <= maxONUFold
 	for left > 0 {
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		batch, err := cons.Fetch(min(left, 1000), jetstream.FetchContext(fctx))
@@ -168,7 +185,33 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 			break // the stream's retention removed what was pending
 		}
 	}
+	if complete && left <= 0 && end > set.Seq {
+		// Folded every event of the OLT up to the stream's end as it was
+		// before the consumer: the next fold starts there, not at this
+		// OLT's last event (the consumer's count would cover every other
+		// OLT's events since).
+		set.Seq = end
+		added++
+	}
 	return added, nil
+}
+
+// newerThan says whether one of subjects has a message after seq (the
+// stream's last message per subject: an index lookup, no consumer).
+func newerThan(ctx context.Context, st jetstream.Stream, subjects []string, seq uint64) (bool, error) {
+	for _, subject := range subjects {
+		m, err := st.GetLastMsgForSubject(ctx, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("last message of %s: %w", subject, err)
+		}
+		if m.Sequence > seq {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // instances lists the ONUs of set with their row index in scheme.
