@@ -171,6 +171,16 @@ func TestGetReadsEveryDiscoveredONU(t *testing.T) {
 			t.Errorf("removed onu %s read", o.Index)
 		}
 	}
+	// Each get's consumer of FACHO_ONU is gone with it: left to the
+	// inactivity threshold, a fleet's gets reach the server's consumer
+	// limit.
+	st, err := e.JS.Stream(context.Background(), streams.StreamONU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(context.Background()); err != nil || info.State.Consumers != 0 {
+		t.Errorf("FACHO_ONU consumers after 3 gets: %v (err %v), want 0", info.State.Consumers, err)
+	}
 }
 
 // With no discovered ONU a get reads nothing and succeeds: a new OLT is not

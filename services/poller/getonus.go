@@ -123,6 +123,9 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 		// reading it); found again, it is discovered again.
 		FilterSubjects: subjects,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		// Deleted below when the fold ends; this only bounds how long
+		// one outlives a poller that died folding.
+		InactiveThreshold: 30 * time.Second,
 	}
 	if set.Seq > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
@@ -132,6 +135,16 @@ func (p *poller) foldDiscovered(ctx context.Context, olt string, set *streams.ON
 	if err != nil {
 		return added, fmt.Errorf("read discovered onus of %s: %w", olt, err)
 	}
+	defer func() {
+		// One consumer per get: left to the inactivity threshold, a
+		// fleet's gets pile up thousands of them on FACHO_ONU, past the
+		// server's consumer limit (every get then fails).
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if ci := cons.CachedInfo(); ci != nil && ci.Name != "" {
+			_ = p.js.DeleteConsumer(dctx, streams.StreamONU, ci.Name)
+		}
+	}()
 	ci, err := cons.Info(ctx)
 	if err != nil {
 		return added, fmt.Errorf("read discovered onus of %s: %w", olt, err)
