@@ -261,13 +261,14 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	client := &devstack.Client{BaseURL: "http://" + apiAddr, Token: r.token}
+	m := &monitor{r: r, res: res}
+	stopSampler := m.startSampler(ctx)
+	defer stopSampler()
 	if err := r.configure(ctx, client); err != nil {
 		return nil, err
 	}
 	configured := time.Now()
-
-	m := &monitor{r: r, res: res}
-	if err := m.measure(ctx, configured); err != nil {
+	if err := m.measure(ctx, configured, stopSampler); err != nil {
 		return nil, err
 	}
 	r.progress.done()

@@ -54,19 +54,28 @@ type monitor struct {
 
 // measure waits for Cycles complete cycles (or the timeout), sampling
 // the projector's progress, then computes the figures.
-func (m *monitor) measure(ctx context.Context, configured time.Time) error {
-	cfg := m.r.cfg
+// startSampler samples the stream and every process's CPU every 0.5 s
+// until the returned stop (idempotent) is called. It starts before the
+// fleet is configured: with many OLTs the first runs start meanwhile.
+func (m *monitor) startSampler(ctx context.Context) (stop func()) {
 	m.postmasterPID = m.r.postmaster(ctx)
-	sctx, stopSampler := context.WithCancel(ctx)
-	samplerDone := make(chan struct{})
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		defer close(samplerDone)
+		defer close(done)
 		m.sampler(sctx)
 	}()
-	defer func() {
-		stopSampler()
-		<-samplerDone
-	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}
+
+func (m *monitor) measure(ctx context.Context, configured time.Time, stopSampler func()) error {
+	cfg := m.r.cfg
 	m.profiles = map[string]string{}
 	deadline := configured.Add(cfg.Timeout)
 	profiled := false
@@ -138,7 +147,6 @@ func (m *monitor) measure(ctx context.Context, configured time.Time) error {
 		return err
 	}
 	stopSampler()
-	<-samplerDone
 	if err := m.figures(ctx, rows); err != nil {
 		return err
 	}
