@@ -222,7 +222,7 @@ func fullSize() bool { return os.Getenv("FACHO_TEST_FULL") == "1" }
 // twice 3m11s of rebuild on the 2-core development machine, 927k history
 // rows) run with FACHO_TEST_FULL=1; by default 30,240 (a package's tests
 // stay within go test's 10-minute timeout), under the race detector
-// 10,080.
+// 3,600.
 func TestRebuildONUDataEqualsLive100k(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100k events")
@@ -234,7 +234,7 @@ func TestRebuildONUDataEqualsLive100k(t *testing.T) {
 	case fullSize():
 		walks, want = 2800, 100000
 	case raceEnabled:
-		walks, want = 280, 10000
+		walks, want = 100, 3600
 	}
 	batches := 0
 	for w := 0; w < walks; w += 80 {
