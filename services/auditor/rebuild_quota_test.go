@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -328,9 +327,9 @@ func checkQuotaShapes(t *testing.T, db *pgxpool.Pool) {
 // than ten minutes on the 2-core development machine, so the test runs
 // 8,000 executions (17,600 events for the coordinator log, 26,000 for the
 // quotas) and the issue's 100k (46,000 executions: 101,000 and 152,000)
-// only with FACHO_TEST_FULL=1; under the race detector 500 executions. TestRebuildQuotasBatchEqualsPerMessage and
-// TestRebuild100k check the rebuild on 100k events against the
-// per-message path.
+// only with FACHO_TEST_FULL=1; under the race detector 500 executions.
+// TestRebuildQuotasBatchEqualsPerMessage and TestRebuild100k check the
+// rebuild on 100k events against the per-message path.
 func TestRebuildQuotasAndLogsEqualLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100k events")
@@ -392,40 +391,7 @@ func TestRebuildQuotasAndLogsEqualLive(t *testing.T) {
 	t.Logf("live auditor: %s", time.Since(start).Round(time.Millisecond))
 
 	for _, name := range []string{auditor.ReadModelQuotas, auditor.ReadModelCoordinatorLogs} {
-		model := models[name]
-		start := time.Now()
-		rep, err := replay.Rebuild(ctx, env.JS, db, model, replay.RebuildOptions{DryRun: true, Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: dry run in %s: %s", name, time.Since(start).Round(time.Millisecond), rep.String())
-		if !rep.Identical {
-			t.Errorf("%s: rebuild differs from live:\n%s", name, rep)
-		}
-		for _, tr := range rep.Tables {
-			if tr.LiveRows == 0 {
-				t.Errorf("%s: live table %s empty", name, tr.Name)
-			}
-		}
-		snap := "live_" + name
-		projectiontest.Snapshot(t, db, snap, model.Tables)
-		for _, tb := range model.Tables {
-			if _, err := db.Exec(ctx, `DELETE FROM `+pgx.Identifier{tb.Name}.Sanitize()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rep, err = replay.Rebuild(ctx, env.JS, db, model, replay.RebuildOptions{Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.Swapped {
-			t.Fatalf("%s: rebuild into emptied tables not swapped: %s", name, rep)
-		}
-		for table, n := range projectiontest.Diff(t, db, snap, model.Tables) {
-			if n != 0 {
-				t.Errorf("%s: %d rows differ between the rebuild and the live auditor", table, n)
-			}
-		}
+		projectiontest.RebuildEqualsLive(t, env.JS, db, models[name])
 	}
 	checkQuotaShapes(t, db)
 }

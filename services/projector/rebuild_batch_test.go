@@ -225,36 +225,7 @@ func TestRebuildONUDataBatchEqualsPerMessage(t *testing.T) {
 	}
 	msgs := 0
 	for w := 0; w < walks; w++ {
-		for o := 0; o < 6; o++ {
-			olt := fmt.Sprintf("olt-%d", o)
-			exec := fmt.Sprintf("walk-%s-%d", olt, w)
-			at := g.base.Add(time.Duration(w) * time.Minute)
-			var onus []huaweiONU
-			for i := 0; i < 18; i++ {
-				if (i+w)%13 == 0 {
-					continue // not on the OLT this walk: removed, back later
-				}
-				onus = append(onus, huaweiONU{id: int64(i), serial: uint32(100*o + i), desc: fmt.Sprintf("c%d", i),
-					online: (i+w+o)%5 != 0, rx: -2000 - int64((i*w+o)%7)})
-			}
-			for b := 0; b < 3; b++ {
-				part := onus[b*len(onus)/3 : (b+1)*len(onus)/3]
-				vb := batch(olt, exec, b+1, at.Add(time.Duration(b)*time.Second), part...)
-				vb.LeaseRevision, vb.Last = uint64(w+1), b == 2
-				if (w+o)%4 == 0 { // no optical row for the offline ONUs
-					var keep []streams.Varbind
-					for i, v := range vb.Varbinds {
-						if i%4 == 3 && !part[i/4].online {
-							continue
-						}
-						keep = append(keep, v)
-					}
-					vb.Varbinds = keep
-				}
-				g.pub(streams.SubjectVarbinds(olt), vb)
-				msgs++
-			}
-		}
+		msgs += g.onuWalks(w, w+1, 6)
 		if w == walks/2 {
 			g.publishRaw(streams.SubjectVarbinds("olt-1"), []byte(`{"not":"an envelope"}`))
 		}
