@@ -89,7 +89,7 @@ func samples() []Event {
 		ExecutionSucceeded{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, FinishedAt: now, Varbinds: 10, Batches: 1,
 			ONUs: 2, FailedONUs: 1, FailedVarbinds: 1, ONUFailures: []ONUFailure{{Instance: "4194304000.1", PonIndex: 4194304000, ONUID: 1, OIDs: []string{"1.3.6.1.4.1.2011.6.128.1.1.2.43.1.9.4194304000.1"}, Error: "tooBig"}}},
 		ExecutionFailed{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, StartedAt: now, FinishedAt: now, Error: "request timeout", Retryable: true},
-		ExecutionSkipped{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", ScheduledAt: now.Add(-10 * time.Minute), SkippedAt: now, Reason: "stale: scheduled at 2026-11-21T11:50:00Z, interval 300s; a newer run supersedes it"},
+		ExecutionSkipped{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, ScheduledAt: now.Add(-10 * time.Minute), SkippedAt: now, Reason: "stale: scheduled at 2026-11-21T11:50:00Z, interval 300s; a newer run supersedes it"},
 		ExecutionInterrupted{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 7, StartedAt: now, InterruptedAt: now.Add(40 * time.Second), DetectedBy: "p2", Reason: "lease expired without a terminal event"},
 		VarbindBatch{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", IndexScheme: "pon.onu", Columns: []OIDSpec{spec}, CollectedAt: now, Varbinds: []Varbind{{OID: spec.OID + ".4194304000.1", Type: VTInteger, Value: "-2150"}}},
 		ONUChanged{OLTID: "olt-1", PonIndex: 4194304000, ONUID: 1, Change: ONUDiscovered, Current: ONUState{Serial: "HWTC1A2B3C4D", Status: "ONLINE", RxPowerDBm: &rx}, ExecutionID: "e1", ObservedAt: now},

@@ -205,10 +205,18 @@ func (ExecutionFailed) EventType() string { return TypeExecutionFailed }
 // lease was taken and no SNMP request sent. It is what the QuotaTracker's
 // quota_skipped (executions omitted) is to count, once it exists.
 type ExecutionSkipped struct {
-	ExecutionID string    `json:"execution_id"`
-	JobID       string    `json:"job_id"`
-	OLTID       string    `json:"olt_id"`
-	PollerID    string    `json:"poller_id"`
+	ExecutionID string `json:"execution_id"`
+	JobID       string `json:"job_id"`
+	OLTID       string `json:"olt_id"`
+	PollerID    string `json:"poller_id"`
+	// Attempt is the skipped NodeDue's attempt (NodeDue.Attempt: the
+	// planner's number of the dispatch; a retry re-dispatches the same
+	// execution id with a higher one). A skip of a lower attempt than the
+	// dispatch in flight is a stale delivery of an earlier dispatch and
+	// does not end the execution. Absent (0): an event from before the
+	// field, or a NodeDue without an attempt; it ends the execution
+	// whatever attempt is in flight.
+	Attempt     int       `json:"attempt,omitempty"`
 	ScheduledAt time.Time `json:"scheduled_at"`
 	SkippedAt   time.Time `json:"skipped_at"`
 	Reason      string    `json:"reason"`

@@ -199,6 +199,13 @@ func (p *planner) dispatched(ctx context.Context, d DueNode, nd streams.NodeDue)
 		// the stream dropped the copy and the run's end was read before.
 		if f, ended := p.orphans[eid]; ended {
 			delete(p.orphans, eid)
+			if earlierDispatch(f, nd.Attempt) {
+				// The end of a dispatch before this one (a retry reuses
+				// the execution id), read while no flight had it.
+				p.log.Info().Str(telemetry.KeyExecution, eid).Int("attempt", f.Attempt).Int("dispatch_attempt", nd.Attempt).
+					Str("status", f.Status).Msg("end of an earlier dispatch of the execution: ignored")
+				continue
+			}
 			p.log.Info().Str(telemetry.KeyExecution, eid).Msg("re-dispatched run had already ended")
 			defer p.onFinish(ctx, f)
 		}
@@ -220,6 +227,25 @@ func (p *planner) dispatched(ctx context.Context, d DueNode, nd streams.NodeDue)
 type lostAttempt struct {
 	Attempt int
 	At      time.Time
+}
+
+// endsAttempt says whether f is the end of one attempt that a later
+// dispatch of its execution (a retry) does not share: succeeded, failed or
+// skipped, with its attempt number. An event of an attempt below the
+// dispatch's own (NodeDue.Attempt, which every attempt of the dispatch
+// reaches or passes; a skipped carries the NodeDue's) is an earlier
+// dispatch's: a stale delivery of its NodeDue skipped by a poller, or its
+// end read again (a restarted planner re-reads from a little before its
+// oldest flight). Without an attempt (0: a skipped published before the
+// field) it ends the execution in flight, as it always did.
+func endsAttempt(f finish) bool {
+	return !f.Lost && f.Attempt > 0 && (f.Status == statusSuccess || f.Status == statusFailed || f.Status == statusSkipped)
+}
+
+// earlierDispatch reports whether f ended a dispatch before the one whose
+// NodeDue carries dispatchAttempt (see endsAttempt).
+func earlierDispatch(f finish, dispatchAttempt int) bool {
+	return endsAttempt(f) && f.Attempt < dispatchAttempt
 }
 
 // maxOrphans bounds the terminal events kept without a flight.
@@ -251,6 +277,11 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 			p.lost[f.ExecutionID] = lostAttempt{Attempt: f.Attempt, At: f.End}
 			p.touch(fl.Key)
 		}
+		return
+	}
+	if endsAttempt(f) && p.queues.Earlier(f.OLTID, f.ExecutionID, f.Attempt) {
+		p.log.Info().Str(telemetry.KeyOLT, f.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).Int("attempt", f.Attempt).
+			Str("status", f.Status).Msg("end of an earlier dispatch of the execution in flight: ignored")
 		return
 	}
 	fl, done, ok := p.queues.Finish(f.OLTID, f.ExecutionID, f.Status, f.End)

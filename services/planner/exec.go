@@ -36,7 +36,8 @@ type finish struct {
 	// Published is the event's envelope time (latency metrics).
 	Published time.Time
 	// Attempt is the attempt the event is of (0 when the event has none:
-	// skipped, aborted).
+	// aborted, or a skipped published before the field). Of a skipped it
+	// is the skipped NodeDue's attempt (the dispatch's number).
 	Attempt int
 	// Lost marks an attempt interrupted because its poller died (its
 	// lease expired: execution.interrupted without cancelled). It does
@@ -88,7 +89,7 @@ func decodeFinish(data []byte) (f finish, ok bool, err error) {
 		if err := streams.DecodeData(env, &e); err != nil {
 			return f, false, err
 		}
-		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End = e.OLTID, e.JobID, e.ExecutionID, statusSkipped, e.SkippedAt
+		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End, f.Attempt = e.OLTID, e.JobID, e.ExecutionID, statusSkipped, e.SkippedAt, e.Attempt
 	case streams.TypeExecutionAborted:
 		var e streams.ExecutionAborted
 		if err := streams.DecodeData(env, &e); err != nil {

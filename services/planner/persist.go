@@ -89,7 +89,7 @@ func (p *planner) loadSchedule(ctx context.Context) (restoredSchedule, error) {
 				attempt = ns.FailedAttempts + 1 // an entry written before the field
 			}
 			out.flights = append(out.flights, Flight{Key: k, ExecutionID: ns.InFlight.ExecutionID,
-				ScheduledAt: r.Next, DispatchedAt: ns.InFlight.DispatchedAt.UTC(), Attempt: attempt})
+				ScheduledAt: r.Next, DispatchedAt: ns.InFlight.DispatchedAt.UTC(), Attempt: attempt, Dispatch: ns.FailedAttempts + 1})
 			if ns.InFlight.LostAt != nil {
 				out.lost[ns.InFlight.ExecutionID] = lostAttempt{Attempt: ns.InFlight.LostAttempt, At: ns.InFlight.LostAt.UTC()}
 			}

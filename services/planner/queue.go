@@ -17,6 +17,11 @@ type Flight struct {
 	// Attempt is the lowest attempt number of the execution this
 	// dispatch can run (see SetAttempt); 0: unknown.
 	Attempt int
+	// Dispatch is the attempt the dispatch's NodeDue carries (1 + the
+	// failed attempts before it: NodeDue.Attempt); 0: unknown. Every
+	// attempt a dispatch runs is numbered at least this, so a terminal
+	// event of a lower attempt is an earlier dispatch's (see Earlier).
+	Dispatch int
 	// MasterStatus is how the master's execution ended and End the latest
 	// end of the composite's executions so far.
 	MasterStatus string
@@ -138,7 +143,7 @@ func (q *Queues) Pop(olt string, now time.Time) (DueNode, bool) {
 	d := o.waiting[best]
 	o.waiting = append(o.waiting[:best], o.waiting[best+1:]...)
 	q.waiting--
-	o.flight = &Flight{Key: d.Key, ScheduledAt: d.ScheduledAt, DispatchedAt: now, Manual: d.Manual}
+	o.flight = &Flight{Key: d.Key, ScheduledAt: d.ScheduledAt, DispatchedAt: now, Manual: d.Manual, Dispatch: d.Retry + 1}
 	q.inFlight++
 	return d, true
 }
@@ -179,6 +184,21 @@ func (q *Queues) Unpop(d DueNode) {
 	q.inFlight--
 	o.waiting = append([]DueNode{d}, o.waiting...)
 	q.waiting++
+}
+
+// Earlier reports whether an event of attempt of the execution executionID
+// belongs to a dispatch before the OLT's flight: the execution is the
+// flight's (its master or a chained node) and attempt, when known (> 0), is
+// below the flight's Dispatch. A retry re-dispatches the same execution
+// ids, so such an event (a stale delivery of the earlier NodeDue skipped,
+// an earlier attempt's end read again) must not end the flight.
+func (q *Queues) Earlier(olt, executionID string, attempt int) bool {
+	o := q.olts[olt]
+	if o == nil || o.flight == nil || attempt <= 0 || attempt >= o.flight.Dispatch {
+		return false
+	}
+	_, open := o.flight.open[executionID]
+	return open
 }
 
 // Finish records the end of one execution of an OLT's flight (the master

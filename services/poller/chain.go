@@ -68,11 +68,12 @@ func (p *poller) endUnrun(work context.Context, node streams.NodeDue, l *lease.L
 	}
 	now := time.Now().UTC()
 	var ev streams.Event = streams.ExecutionSkipped{ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
-		ScheduledAt: node.ScheduledAt.UTC(), SkippedAt: now, Reason: reason}
+		Attempt: node.Attempt, ScheduledAt: node.ScheduledAt.UTC(), SkippedAt: now, Reason: reason}
+	id := skippedMsgID(node)
 	if phase == streams.PhaseAborted {
 		ev = streams.ExecutionAborted{ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID, Reason: reason, AbortedAt: now}
+		id = streams.MsgID(node.ExecutionID, phase)
 	}
-	id := streams.MsgID(node.ExecutionID, phase)
 	b, err := streams.EncodeWithID(id, p.cfg.Source, now, ev)
 	if err == nil {
 		_, err = p.js.Publish(ctx, streams.SubjectExec(node.OLTID, phase), b, jetstream.WithMsgID(id))

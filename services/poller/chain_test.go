@@ -30,6 +30,7 @@ func TestCompositeNodeRunsItsChainUnderOneLease(t *testing.T) {
 			node := e.nodeDue("olt-a", "m", "job-m")
 			node.Kind = tc.masterKind
 			node.StopOnFailure = tc.stopOnFailure
+			node.Attempt = 1
 			node.Chain = []streams.ChainedNode{
 				{ExecutionID: "c1", JobID: "job-c1", Kind: streams.KindBulkWalk, OIDs: huaweiColumns[2:3], TimeoutSeconds: 30},
 				{ExecutionID: "c2", JobID: "job-c2", Kind: streams.KindBulkWalk, OIDs: huaweiColumns[:1], TimeoutSeconds: 30},
@@ -71,6 +72,8 @@ func TestCompositeNodeRunsItsChainUnderOneLease(t *testing.T) {
 				if len(ev.started) == 0 {
 					if ev.skipped == nil || !strings.Contains(ev.skipped[0].Reason, "chain stopped") {
 						t.Errorf("%s did not start and has no chain-stopped skip: %+v", id, ev)
+					} else if ev.skipped[0].Attempt != 1 || ev.skippedMsgIDs[0] != id+":1:skipped" {
+						t.Errorf("%s skipped as attempt %d, Nats-Msg-Id %q; want the NodeDue's attempt 1, %s:1:skipped", id, ev.skipped[0].Attempt, ev.skippedMsgIDs[0], id)
 					}
 					continue
 				}

@@ -14,8 +14,9 @@
 //  1. Decode; a malformed one goes to facho.dlq.poller (pkg/deadletter).
 //  2. Stale (now > DispatchedAt (or ScheduledAt) + interval, see isStale):
 //     it waited that long in the poller queue (an outage), so it is not run
-//     (no catch-up). Publish ExecutionSkipped ("<execution_id>:skipped")
-//     and ACK; no lease, no SNMP request.
+//     (no catch-up). Publish ExecutionSkipped with the NodeDue's attempt
+//     ("<execution_id>:<attempt>:skipped") and ACK; no lease, no SNMP
+//     request.
 //  3. Acquire the OLT's lease (pkg/lease). Held by someone else: NAK with
 //     Config.LeaseBusyDelay (the planner dispatches one node per OLT at a
 //     time, so this is the safety net); on the consumer's last delivery,

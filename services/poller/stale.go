@@ -50,10 +50,23 @@ func busyReason(deliveries uint64) string {
 	return fmt.Sprintf("olt busy on all %d deliveries: the planner plans the next run", deliveries)
 }
 
+// skippedMsgID is the Nats-Msg-Id of the skip of node:
+// "<execution_id>:<attempt>:skipped" with the NodeDue's attempt, so the
+// skip of a retry (the same execution id re-dispatched with a higher
+// attempt) is not dropped as a duplicate of an earlier dispatch's;
+// "<execution_id>:skipped" for a NodeDue without an attempt.
+func skippedMsgID(node streams.NodeDue) string {
+	if node.Attempt > 0 {
+		return streams.MsgID(node.ExecutionID, node.Attempt, streams.PhaseSkipped)
+	}
+	return streams.MsgID(node.ExecutionID, streams.PhaseSkipped)
+}
+
 // skip records a stale NodeDue as skipped and acknowledges it, without
-// taking the lease or sending any SNMP request. The event's id
-// "<execution_id>:skipped" makes a re-send after a failed ack a duplicate
-// the stream drops.
+// taking the lease or sending any SNMP request. The event carries the
+// NodeDue's attempt: a stale delivery of an earlier dispatch then does not
+// end the planner's retry of the execution. Its id (skippedMsgID) makes a
+// re-send after a failed ack a duplicate the stream drops.
 func (p *poller) skip(work context.Context, msg jetstream.Msg, node streams.NodeDue, now time.Time, reason string, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
 	defer cancel()
@@ -66,10 +79,10 @@ func (p *poller) skip(work context.Context, msg jetstream.Msg, node streams.Node
 			log.Warn().Err(err).Msg("check open attempts before skipping")
 		}
 	}
-	id := streams.MsgID(node.ExecutionID, streams.PhaseSkipped)
+	id := skippedMsgID(node)
 	subject := streams.SubjectExec(node.OLTID, streams.PhaseSkipped)
 	b, err := streams.EncodeWithID(id, p.cfg.Source, now, streams.ExecutionSkipped{
-		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
+		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID, Attempt: node.Attempt,
 		ScheduledAt: node.ScheduledAt.UTC(), SkippedAt: now.UTC(), Reason: reason,
 	})
 	if err == nil {

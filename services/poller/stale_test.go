@@ -71,6 +71,7 @@ func TestStaleNodeDueIsSkippedNotRun(t *testing.T) {
 
 	stale := e.nodeDue("olt-stale", "exec-stale", "job-disc")
 	stale.ScheduledAt = time.Now().UTC().Add(-2 * time.Duration(stale.IntervalSeconds) * time.Second)
+	stale.Attempt = 2 // a retry's NodeDue: the skip says which dispatch it was
 	fresh := e.nodeDue("olt-fresh", "exec-fresh", "job-disc")
 	// Both are queued before any poller runs, as during an outage.
 	e.publishNodeDue(t, stale)
@@ -90,12 +91,12 @@ func TestStaleNodeDueIsSkippedNotRun(t *testing.T) {
 		t.Fatalf("stale node: %d skipped, %d started, %d succeeded, %d failed", len(sk.skipped), len(sk.started), len(sk.succeeded), len(sk.failed))
 	}
 	s := sk.skipped[0]
-	if s.JobID != "job-disc" || s.OLTID != "olt-stale" || s.PollerID != "p1" || !s.ScheduledAt.Equal(stale.ScheduledAt) ||
+	if s.JobID != "job-disc" || s.OLTID != "olt-stale" || s.PollerID != "p1" || s.Attempt != 2 || !s.ScheduledAt.Equal(stale.ScheduledAt) ||
 		s.SkippedAt.Before(stale.ScheduledAt) || !strings.HasPrefix(s.Reason, "stale: scheduled at ") {
 		t.Fatalf("skipped event %+v", s)
 	}
-	if id := sk.skippedMsgIDs[0]; id != "exec-stale:skipped" {
-		t.Fatalf("Nats-Msg-Id %q, want exec-stale:skipped", id)
+	if id := sk.skippedMsgIDs[0]; id != "exec-stale:2:skipped" {
+		t.Fatalf("Nats-Msg-Id %q, want exec-stale:2:skipped", id)
 	}
 	if n := e.fleet.OLT("olt-stale").Record().Requests; n != 0 {
 		t.Fatalf("the stale node sent %d SNMP requests", n)
