@@ -43,6 +43,39 @@ type ReadModel struct {
 	// the comparison: what the live service deletes by itself (a
 	// retention clean-up) is deleted from the rebuild too.
 	Prune func(ctx context.Context, tx pgx.Tx) error
+	// Fold, when set, gives a rebuild's first pass a way to apply the
+	// leading sources it folds (Folder.Folds) into the empty shadow without
+	// a statement per batch: their messages are decoded in parallel and
+	// folded in memory in stream order, and the result written once (COPY).
+	// Nil: every source goes batch by batch (ApplyBatch) or message by
+	// message.
+	Fold func() Folder
+}
+
+// Folder folds a read model's leading sources in memory for a rebuild's
+// first pass, into a shadow that is empty when it starts. Sources are
+// folded one after the other, each in stream order, as the per-batch
+// path applies them; the sources after the folded ones then go the
+// per-batch way on top of what Write wrote. The result must be exactly
+// what ApplyBatch (or each message's Apply) leaves: Decode and Fold
+// count applied, ignored and malformed messages the same way.
+type Folder interface {
+	// Folds reports whether source i (an index in ReadModel.Sources) is
+	// folded; only a leading run of sources is.
+	Folds(source int) bool
+	// Decode parses a run of source's messages; it is called from several
+	// goroutines at once, so it must not touch the fold.
+	Decode(source int, msgs []jsrouter.Msg) (any, BatchResult, error)
+	// Fold applies what Decode returned, in stream order, one run at a
+	// time.
+	Fold(source int, decoded any) error
+	// Rows is how many rows the fold holds (a rebuild gives up folding
+	// past a bound and goes batch by batch instead).
+	Rows() int
+	// Write writes the fold into the shadow's tables in tx (search_path
+	// set to the shadow; its tables empty). An error that is Permanent
+	// makes the rebuild start the folded sources again batch by batch.
+	Write(ctx context.Context, tx pgx.Tx) error
 }
 
 // Source is one live consumer of a read model.
@@ -66,6 +99,11 @@ type Source struct {
 	// (one savepoint each: the refused one is skipped). Nil: message by
 	// message, always.
 	ApplyBatch BatchApplier
+	// Batch, when set, is how many messages a rebuild applies per
+	// transaction from this source (unless the rebuild is told a size):
+	// a batch form whose cost per run does not shrink with the run (the
+	// quotas recompute each touched tracker once per run) wants long runs.
+	Batch int
 }
 
 // BatchApplier applies msgs in tx; see Source.ApplyBatch.

@@ -49,7 +49,11 @@ type RebuildOptions struct {
 	PerMessage bool
 	// CatchUpRounds bounds the catch-up passes before the swap (default 3).
 	CatchUpRounds int
-	Log           zerolog.Logger
+	// FoldMaxRows bounds the rows a model's Fold may hold in memory
+	// (default 2,000,000): past it the first pass gives the fold up and
+	// applies those sources batch by batch instead.
+	FoldMaxRows int
+	Log         zerolog.Logger
 }
 
 // Report says what a rebuild found and did.
@@ -174,7 +178,8 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, db *pgxpool.Pool, mode
 	if err := model.Validate(); err != nil {
 		return rep, err
 	}
-	if opts.Batch <= 0 {
+	batchSet := opts.Batch > 0
+	if !batchSet {
 		opts.Batch = 1000
 	}
 	if opts.Workers <= 0 {
@@ -182,6 +187,9 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, db *pgxpool.Pool, mode
 	}
 	if opts.CatchUpRounds <= 0 {
 		opts.CatchUpRounds = 3
+	}
+	if opts.FoldMaxRows <= 0 {
+		opts.FoldMaxRows = 2_000_000
 	}
 	// One rebuild of a model at a time: they would share the shadow.
 	lockConn, err := db.Acquire(ctx)
@@ -202,7 +210,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, db *pgxpool.Pool, mode
 		defer cancel()
 		_, _ = lockConn.Exec(uctx, `SELECT pg_advisory_unlock(hashtext($1))`, lockKey)
 	}()
-	rb := &rebuild{js: js, db: db, model: model, opts: opts, shadow: pgx.Identifier{"rebuild_" + model.Name}.Sanitize()}
+	rb := &rebuild{js: js, db: db, model: model, opts: opts, batchSet: batchSet, shadow: pgx.Identifier{"rebuild_" + model.Name}.Sanitize()}
 	if err := db.QueryRow(ctx, `SELECT current_schema()`).Scan(&rb.live); err != nil {
 		return rep, fmt.Errorf("rebuild %s: live schema: %w", model.Name, err)
 	}
@@ -249,6 +257,17 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, db *pgxpool.Pool, mode
 			}
 		}
 		var done uint64
+		if round == 0 && model.Fold != nil && !opts.PerMessage {
+			err := rb.foldBulk(ctx, targets, func(n uint64) {
+				done += n
+				if opts.Progress != nil {
+					opts.Progress(done, total)
+				}
+			})
+			if err != nil {
+				return rep, err
+			}
+		}
 		for i := range model.Sources {
 			if targets[i] <= rb.pos[i] && rb.pos[i] > 0 {
 				continue
@@ -316,10 +335,20 @@ type rebuild struct {
 	db           *pgxpool.Pool
 	model        projection.ReadModel
 	opts         RebuildOptions
+	batchSet     bool       // opts.Batch is the caller's, not the default
 	live, shadow string     // sanitized schema names
 	mu           sync.Mutex // guards src's counters (parallel workers)
 	src          []SourceReport
 	pos          []uint64 // last sequence applied to the shadow, per source
+}
+
+// batch is how many messages source i applies per transaction: the
+// caller's opts.Batch, else the source's own Batch, else the default.
+func (rb *rebuild) batch(i int) int {
+	if b := rb.model.Sources[i].Batch; b > 0 && !rb.batchSet {
+		return b
+	}
+	return rb.opts.Batch
 }
 
 func (rb *rebuild) allTables() []string {
@@ -393,7 +422,7 @@ func (rb *rebuild) targets(ctx context.Context) ([]uint64, uint64, error) {
 // transactions at once, one partition always on the same worker (in
 // stream order).
 func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, target uint64, progress func(uint64)) error {
-	workers := rb.opts.Workers
+	workers, batch := rb.opts.Workers, rb.batch(i)
 	if rb.model.Sources[i].Partition == nil || workers < 2 {
 		workers = 1
 	}
@@ -403,7 +432,7 @@ func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, targe
 	for w := range queues {
 		// Room for a few batches: while a worker's transaction runs, the
 		// reader keeps feeding the others.
-		q := make(chan jsrouter.Msg, 4*rb.opts.Batch)
+		q := make(chan jsrouter.Msg, 4*batch)
 		queues[w] = q
 		g.Go(func() error {
 			var pending []jsrouter.Msg
@@ -430,7 +459,7 @@ func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, targe
 			}
 			for m := range q {
 				pending = append(pending, m)
-				if len(pending) >= rb.opts.Batch {
+				if len(pending) >= batch {
 					if err := flush(); err != nil {
 						return err
 					}

@@ -45,7 +45,7 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 			if err := rb.read(ctx, i, cp, func(m jsrouter.Msg) error {
 				last = m.Seq
 				msgs = append(msgs, m)
-				if len(msgs) >= rb.opts.Batch {
+				if len(msgs) >= rb.batch(i) {
 					err := rb.apply(ctx, tx, i, msgs)
 					msgs = msgs[:0]
 					return err

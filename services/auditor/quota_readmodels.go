@@ -16,6 +16,12 @@ const (
 	ReadModelViolations = "quota_violations"
 )
 
+// quotaRebuildBatch is the run a rebuild applies per transaction from the
+// schedule and execution sources: the batch form recomputes every tracker
+// a run touched once per run (a few statements over the hour's
+// executions), so a run ten times the default recomputes a tenth as often.
+const quotaRebuildBatch = 10000
+
 // quotaReadModels are the quotas' rebuildable read models, with the
 // decoders Run uses:
 //
@@ -38,9 +44,11 @@ func (a *auditor) quotaReadModels() []projection.ReadModel {
 		switch c.name {
 		case streams.ConsumerAuditorSchedule:
 			src.ApplyBatch = a.scheduleBatch(c.name) // quota_batch.go
+			src.Batch = quotaRebuildBatch
 			quotas = append(quotas, src)
 		case streams.ConsumerAuditorQuotaExec:
 			src.ApplyBatch = a.execQuotaBatch(c.name)
+			src.Batch = quotaRebuildBatch
 			quotas = append(quotas, src)
 		case streams.ConsumerAuditorNotify:
 			violations = src

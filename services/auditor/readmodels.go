@@ -2,7 +2,6 @@ package auditor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +65,7 @@ func ReadModels(cfg Config, log zerolog.Logger, now func() time.Time) ([]project
 
 // logBatch is the set-based form of SubjectChecked(a.decoder(toEntry))
 // for a rebuild (projection.Source.ApplyBatch): the same entries, ignored
-// and malformed messages, inserted with one statement (insertMany).
+// and malformed messages, inserted with one COPY (copyMany).
 func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error)) projection.BatchApplier {
 	return func(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
 		var res projection.BatchResult
@@ -108,7 +107,7 @@ func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error)) projec
 			}
 			e.SourceStream, e.SourceSeq = m.Stream, m.Seq
 			e = sanitize(e)
-			d, err := json.Marshal(e.Details)
+			d, err := appendDetails(nil, e.Details)
 			if err != nil {
 				res.Malformed++
 				continue
@@ -116,6 +115,6 @@ func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error)) projec
 			entries, details = append(entries, e), append(details, d)
 		}
 		res.Applied = len(entries)
-		return res, insertMany(ctx, tx, entries, details)
+		return res, copyMany(ctx, tx, entries, details)
 	}
 }

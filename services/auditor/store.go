@@ -35,28 +35,28 @@ func Cleanup(ctx context.Context, pool *pgxpool.Pool, before time.Time) (int64, 
 	return tag.RowsAffected(), nil
 }
 
-// insertMany is insert of many entries in one statement (a rebuild's
-// set-based path): the same columns, the same conflict rule.
-func insertMany(ctx context.Context, tx pgx.Tx, es []Entry, details [][]byte) error {
+// copyMany is insert of many entries with one COPY (a rebuild's
+// set-based path, into its shadow): the same columns (id from its
+// default). A rebuild applies each (source_stream, source_seq) once into
+// a shadow that starts empty, so insert's ON CONFLICT never fires there;
+// should it, the COPY fails with a unique violation (Permanent) and the
+// rebuild applies the run again message by message, with insert.
+func copyMany(ctx context.Context, tx pgx.Tx, es []Entry, details [][]byte) error {
 	if len(es) == 0 {
 		return nil
 	}
-	olts, types, levels, msgs, dets, streamsCol := make([]string, len(es)), make([]string, len(es)), make([]string, len(es)),
-		make([]string, len(es)), make([]string, len(es)), make([]string, len(es))
-	times, seqs := make([]time.Time, len(es)), make([]int64, len(es))
+	rows := make([][]any, len(es))
 	for i, e := range es {
-		olts[i], types[i], levels[i], msgs[i], dets[i], streamsCol[i] = e.OLTID, e.EventType, e.Level, e.Message, string(details[i]), e.SourceStream
-		times[i], seqs[i] = e.Timestamp, int64(e.SourceSeq)
+		var olt any // NULLIF(olt_id, ''): a global entry
+		if e.OLTID != "" {
+			olt = e.OLTID
+		}
+		rows[i] = []any{olt, e.EventType, e.Level, e.Message, string(details[i]), e.Timestamp, e.SourceStream, int64(e.SourceSeq)}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO coordinator_logs
-		(olt_id, event_type, level, message, details, "timestamp", source_stream, source_seq)
-		SELECT NULLIF(u.olt, ''), u.typ, u.level, u.msg, u.details::jsonb, u.at, u.stream, u.seq
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::int8[])
-			AS u(olt, typ, level, msg, details, at, stream, seq)
-		ON CONFLICT (source_stream, source_seq) DO NOTHING`,
-		olts, types, levels, msgs, dets, times, streamsCol, seqs)
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"coordinator_logs"},
+		[]string{"olt_id", "event_type", "level", "message", "details", "timestamp", "source_stream", "source_seq"}, pgx.CopyFromRows(rows))
 	if err != nil {
-		return fmt.Errorf("insert %d coordinator logs %s#%d-%d: %w", len(es), es[0].SourceStream, es[0].SourceSeq, es[len(es)-1].SourceSeq, err)
+		return fmt.Errorf("copy %d coordinator logs %s#%d-%d: %w", len(es), es[0].SourceStream, es[0].SourceSeq, es[len(es)-1].SourceSeq, err)
 	}
 	return nil
 }

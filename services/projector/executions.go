@@ -349,40 +349,24 @@ func forward(curAttempt int, curStatus string, attempt int, status string) bool 
 // the statement folds them one after the other (scheduled_at: the first
 // set; the queue fields: the last; job and OLT: the first, on insert).
 func (p *projector) applyNodeDueBatch(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
-	var res projection.BatchResult
-	type due struct {
-		id, job, olt, node, kind string
-		prio                     int
-		delay                    float64
-		sched                    *time.Time
+	dues, res, err := decodeDues(msgs)
+	if err != nil {
+		return res, err
 	}
 	idx := map[string]int{}
 	var rows []due
-	for _, m := range msgs {
-		_, n, err := streams.DecodeOn[streams.NodeDue](m.Subject, m.Data)
-		if err != nil {
-			if !errors.Is(err, streams.ErrMalformed) {
-				return res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
-			}
-			res.Malformed++
-			continue
-		}
-		res.Applied++
-		var sched *time.Time
-		if !n.ScheduledAt.IsZero() {
-			sched = &n.ScheduledAt
-		}
-		i, ok := idx[n.ExecutionID]
+	for _, n := range dues {
+		i, ok := idx[n.id]
 		if !ok {
-			idx[n.ExecutionID] = len(rows)
-			rows = append(rows, due{id: n.ExecutionID, job: n.JobID, olt: n.OLTID, sched: sched})
+			idx[n.id] = len(rows)
+			rows = append(rows, due{id: n.id, job: n.job, olt: n.olt, sched: n.sched})
 			i = len(rows) - 1
 		}
 		d := &rows[i]
 		if d.sched == nil {
-			d.sched = sched
+			d.sched = n.sched
 		}
-		d.node, d.kind, d.prio, d.delay = n.NodeID, n.Kind, n.Priority, n.DelaySeconds
+		d.node, d.kind, d.prio, d.delay = n.node, n.kind, n.prio, n.delay
 	}
 	if len(rows) == 0 {
 		return res, nil
@@ -396,7 +380,7 @@ func (p *projector) applyNodeDueBatch(ctx context.Context, tx pgx.Tx, msgs []jsr
 	for i, d := range rows {
 		ids[i], jobs[i], olts[i], nodes[i], kinds[i], prios[i], delays[i], scheds[i] = d.id, d.job, d.olt, d.node, d.kind, int32(d.prio), d.delay, d.sched
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, scheduled_at, node_id, kind, priority, delay_seconds, updated_at)
+	_, err = tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, scheduled_at, node_id, kind, priority, delay_seconds, updated_at)
 		SELECT u.id, u.job, u.olt, 'PENDING', u.sched, u.node, u.kind, u.prio, u.delay, now()
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::int4[], $8::float8[]) AS u(id, job, olt, sched, node, kind, prio, delay)
 		ON CONFLICT (id) DO UPDATE SET scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
@@ -406,6 +390,40 @@ func (p *projector) applyNodeDueBatch(ctx context.Context, tx pgx.Tx, msgs []jsr
 		return res, fmt.Errorf("record %d pending executions: %w", len(rows), err)
 	}
 	return res, nil
+}
+
+// due is the part of a NodeDue the executions row takes.
+type due struct {
+	id, job, olt, node, kind string
+	prio                     int
+	delay                    float64
+	sched                    *time.Time
+}
+
+// decodeDues decodes a run of NodeDue messages as decodeNodeDue (behind
+// projection.SubjectChecked) does, counting the malformed ones; each in
+// one pass (projection.DecodeOn): a NodeDue is large, and its decoding was
+// the biggest part of a rebuild's CPU.
+func decodeDues(msgs []jsrouter.Msg) ([]due, projection.BatchResult, error) {
+	var res projection.BatchResult
+	out := make([]due, 0, len(msgs))
+	for _, m := range msgs {
+		_, n, err := projection.DecodeOn[streams.NodeDue](m.Subject, m.Data)
+		if err != nil {
+			if !errors.Is(err, streams.ErrMalformed) {
+				return nil, res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
+			}
+			res.Malformed++
+			continue
+		}
+		res.Applied++
+		d := due{id: n.ExecutionID, job: n.JobID, olt: n.OLTID, node: n.NodeID, kind: n.Kind, prio: n.Priority, delay: n.DelaySeconds}
+		if !n.ScheduledAt.IsZero() {
+			d.sched = &n.ScheduledAt
+		}
+		out = append(out, d)
+	}
+	return out, res, nil
 }
 
 // memExec is an executions row in memory.
@@ -444,10 +462,50 @@ type execState struct {
 
 // applyExecBatch is decodeExec's Apply for a run of messages.
 func (p *projector) applyExecBatch(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
+	evs, res, err := decodeExecs(msgs)
+	if err != nil || len(evs) == 0 {
+		return res, err
+	}
+	var ids []string
+	seen := make(map[string]bool, len(evs))
+	for _, ev := range evs {
+		if !seen[ev.ID] {
+			seen[ev.ID] = true
+			ids = append(ids, ev.ID)
+		}
+	}
+	st, err := loadExecState(ctx, tx, ids)
+	if err != nil {
+		return res, err
+	}
+	if err := p.applyExecs(st, evs); err != nil {
+		return res, err
+	}
+	return res, st.write(ctx, tx)
+}
+
+// applyExecs applies evs to st in order, as decodeExec's Apply would
+// one after the other.
+func (p *projector) applyExecs(st *execState, evs []execEvent) error {
+	for _, ev := range evs {
+		applied, err := st.apply(ev)
+		if err != nil {
+			return err
+		}
+		if !applied {
+			p.metrics.staleExec.Inc()
+			p.log.Info().Str("execution_id", ev.ID).Int("attempt", ev.Attempt).Uint64("lease_revision", ev.LeaseRevision).
+				Str("status", ev.Status).Msg("stale or backward execution event ignored")
+		}
+	}
+	return nil
+}
+
+// decodeExecs decodes a run of execution lifecycle messages as
+// SubjectChecked(decodeExec) does, counting the malformed ones.
+func decodeExecs(msgs []jsrouter.Msg) ([]execEvent, projection.BatchResult, error) {
 	var res projection.BatchResult
 	evs := make([]execEvent, 0, len(msgs))
-	var ids []string
-	seen := map[string]bool{}
 	for _, m := range msgs {
 		env, err := streams.DecodeEnvelope(m.Data)
 		var ev execEvent
@@ -461,37 +519,15 @@ func (p *projector) applyExecBatch(ctx context.Context, tx pgx.Tx, msgs []jsrout
 		}
 		if err != nil {
 			if !errors.Is(err, streams.ErrMalformed) {
-				return res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
+				return nil, res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
 			}
 			res.Malformed++
 			continue
 		}
 		evs = append(evs, ev)
-		if !seen[ev.ID] {
-			seen[ev.ID] = true
-			ids = append(ids, ev.ID)
-		}
 	}
 	res.Applied = len(evs)
-	if len(evs) == 0 {
-		return res, nil
-	}
-	st, err := loadExecState(ctx, tx, ids)
-	if err != nil {
-		return res, err
-	}
-	for _, ev := range evs {
-		applied, err := st.apply(ev)
-		if err != nil {
-			return res, err
-		}
-		if !applied {
-			p.metrics.staleExec.Inc()
-			p.log.Info().Str("execution_id", ev.ID).Int("attempt", ev.Attempt).Uint64("lease_revision", ev.LeaseRevision).
-				Str("status", ev.Status).Msg("stale or backward execution event ignored")
-		}
-	}
-	return res, st.write(ctx, tx)
+	return evs, res, nil
 }
 
 // loadExecState reads the executions ids, their attempts and their

@@ -70,6 +70,9 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 				{Name: "execution_attempts", Key: []string{"execution_id", "attempt"}, Ignore: []string{"updated_at"}},
 				{Name: "execution_dead_letters", Key: []string{"stream", "stream_seq"}},
 			},
+			// The schedule and lifecycle sources folded in memory and
+			// copied in (executions_fold.go).
+			Fold: p.newExecFold,
 		},
 	}, nil
 }

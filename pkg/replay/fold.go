@@ -1,0 +1,161 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/facho-olt/facho/pkg/jsrouter"
+	"github.com/facho-olt/facho/pkg/projection"
+)
+
+// errFoldTooBig stops a fold that outgrew RebuildOptions.FoldMaxRows.
+var errFoldTooBig = errors.New("fold too big")
+
+// foldBulk is the first pass over the leading sources the model's Fold
+// folds: each is read up to its target, decoded in parallel and folded in
+// memory in stream order, and the fold is written into the empty shadow
+// in one transaction (the sources' positions and counters move only
+// then). When the fold outgrows FoldMaxRows, or the database refuses what
+// it wrote (projection.Permanent: a message the live consumer
+// dead-lettered is in it), nothing is written and those sources go batch
+// by batch from their start, as without a Fold.
+func (rb *rebuild) foldBulk(ctx context.Context, targets []uint64, progress func(uint64)) error {
+	f := rb.model.Fold()
+	n := 0
+	for n < len(rb.model.Sources) && f.Folds(n) {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	counts := make([]projection.BatchResult, n)
+	last := make([]uint64, n)
+	for i := 0; i < n; i++ {
+		err := rb.foldSource(ctx, f, i, targets[i], &counts[i], &last[i], progress)
+		if errors.Is(err, errFoldTooBig) {
+			rb.opts.Log.Info().Str("read_model", rb.model.Name).Int("rows", f.Rows()).Msg("rebuild fold too big: batch by batch instead")
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	err := pgx.BeginFunc(ctx, rb.db, func(tx pgx.Tx) error {
+		// A throwaway shadow: no need to wait for the WAL flush.
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {
+			return fmt.Errorf("asynchronous commit: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
+			return fmt.Errorf("shadow search_path: %w", err)
+		}
+		return f.Write(ctx, tx)
+	})
+	if err != nil {
+		if projection.Permanent(err) {
+			rb.opts.Log.Info().Err(err).Str("read_model", rb.model.Name).Msg("rebuild fold refused: batch by batch instead")
+			return nil
+		}
+		return fmt.Errorf("rebuild %s: write fold: %w", rb.model.Name, err)
+	}
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	for i := 0; i < n; i++ {
+		rb.src[i].Applied += uint64(counts[i].Applied)
+		rb.src[i].Ignored += uint64(counts[i].Ignored)
+		rb.src[i].Malformed += uint64(counts[i].Malformed)
+		if last[i] > 0 {
+			rb.pos[i] = last[i]
+		}
+	}
+	return nil
+}
+
+// foldRun is one run of messages on its way through the fold's pipeline.
+type foldRun struct {
+	msgs    []jsrouter.Msg
+	done    chan struct{} // closed when decoded
+	decoded any
+	res     projection.BatchResult
+	err     error
+}
+
+// foldSource reads source i up to target in runs of rb.batch(i) messages,
+// decodes the runs on opts.Workers goroutines and folds them in stream
+// order on this one: decoding, the costly part, uses every core while the
+// fold itself stays sequential.
+func (rb *rebuild) foldSource(ctx context.Context, f projection.Folder, i int, target uint64, counts *projection.BatchResult, last *uint64, progress func(uint64)) error {
+	g, gctx := errgroup.WithContext(ctx)
+	work := make(chan *foldRun, rb.opts.Workers)
+	order := make(chan *foldRun, 4*rb.opts.Workers)
+	for w := 0; w < rb.opts.Workers; w++ {
+		g.Go(func() error {
+			for r := range work {
+				r.decoded, r.res, r.err = f.Decode(i, r.msgs)
+				close(r.done)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(work)
+		defer close(order)
+		batch := rb.batch(i)
+		cur := make([]jsrouter.Msg, 0, batch)
+		send := func() error {
+			r := &foldRun{msgs: cur, done: make(chan struct{})}
+			cur = make([]jsrouter.Msg, 0, batch)
+			for _, ch := range []chan *foldRun{order, work} {
+				select {
+				case ch <- r:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			return nil
+		}
+		err := rb.read(gctx, i, target, func(m jsrouter.Msg) error {
+			cur = append(cur, m)
+			*last = m.Seq
+			if len(cur) >= batch {
+				return send()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(cur) > 0 {
+			return send()
+		}
+		return nil
+	})
+	g.Go(func() error {
+		s := rb.model.Sources[i]
+		for r := range order {
+			select {
+			case <-r.done:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			if r.err != nil {
+				return fmt.Errorf("rebuild %s from %s seq %d-%d: %w", rb.model.Name, s.Stream, r.msgs[0].Seq, r.msgs[len(r.msgs)-1].Seq, r.err)
+			}
+			if err := f.Fold(i, r.decoded); err != nil {
+				return fmt.Errorf("rebuild %s from %s seq %d-%d: %w", rb.model.Name, s.Stream, r.msgs[0].Seq, r.msgs[len(r.msgs)-1].Seq, err)
+			}
+			counts.Applied += r.res.Applied
+			counts.Ignored += r.res.Ignored
+			counts.Malformed += r.res.Malformed
+			progress(uint64(len(r.msgs)))
+			if f.Rows() > rb.opts.FoldMaxRows {
+				return errFoldTooBig
+			}
+		}
+		return nil
+	})
+	return g.Wait()
+}
