@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -126,79 +127,136 @@ func decodeExecEnv(env streams.Envelope) (execEvent, error) {
 	if env.Version != 1 {
 		return execEvent{}, fmt.Errorf("%w: %s version %d not supported", streams.ErrMalformed, env.Type, env.Version)
 	}
-	ptr := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
-	var ev execEvent
+	var (
+		ev  execEvent
+		err error
+	)
 	switch env.Type {
 	case streams.TypeExecutionStarted:
-		var e streams.ExecutionStarted
-		if err := streams.DecodeData(env, &e); err != nil {
-			return ev, err
-		}
-		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
-			LeaseRevision: e.LeaseRevision, Status: StatusRunning, StartedAt: ptr(e.StartedAt)}
+		ev, err = decodeExecData(env, startedEvent)
 	case streams.TypeExecutionSucceeded:
-		var e streams.ExecutionSucceeded
-		if err := streams.DecodeData(env, &e); err != nil {
-			return ev, err
-		}
-		d := e.DurationMS
-		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
-			LeaseRevision: e.LeaseRevision, Status: StatusSuccess, StartedAt: ptr(e.StartedAt), FinishedAt: ptr(e.FinishedAt),
-			DurationMS: &d, Varbinds: e.Varbinds}
-		if e.ONUs > 0 || e.FailedONUs > 0 {
-			ev.GetResult = &getExecResult{ONUs: e.ONUs, FailedONUs: e.FailedONUs, FailedVarbinds: e.FailedVarbinds, Failures: e.ONUFailures}
-		}
+		ev, err = decodeExecData(env, succeededEvent)
 	case streams.TypeExecutionFailed:
-		var e streams.ExecutionFailed
-		if err := streams.DecodeData(env, &e); err != nil {
-			return ev, err
-		}
-		d := e.DurationMS
-		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
-			LeaseRevision: e.LeaseRevision, Status: StatusFailed, StartedAt: ptr(e.StartedAt), FinishedAt: ptr(e.FinishedAt),
-			DurationMS: &d, Error: e.Error}
+		ev, err = decodeExecData(env, failedEvent)
 	case streams.TypeExecutionSkipped:
-		var e streams.ExecutionSkipped
-		if err := streams.DecodeData(env, &e); err != nil {
-			return ev, err
-		}
-		// No attempt and no lease: nothing ran.
-		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
-			Status: StatusSkipped, ScheduledAt: ptr(e.ScheduledAt), FinishedAt: ptr(e.SkippedAt), Error: e.Reason}
+		ev, err = decodeExecData(env, skippedEvent)
 	case streams.TypeExecutionAborted:
-		var e streams.ExecutionAborted
-		if err := streams.DecodeData(env, &e); err != nil {
-			return ev, err
-		}
-		// Cancelled before it started: no attempt, no lease.
-		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
-			Status: StatusAborted, FinishedAt: ptr(e.AbortedAt), Error: e.Reason}
+		ev, err = decodeExecData(env, abortedEvent)
 	case streams.TypeExecutionInterrupted:
-		var e streams.ExecutionInterrupted
-		if err := streams.DecodeData(env, &e); err != nil {
-			return ev, err
-		}
-		var d *int64
-		if !e.StartedAt.IsZero() && e.InterruptedAt.After(e.StartedAt) {
-			ms := e.InterruptedAt.Sub(e.StartedAt).Milliseconds()
-			d = &ms
-		}
-		// The poller is the holder that died; the reason names it.
-		ev = execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
-			LeaseRevision: e.LeaseRevision, Status: StatusInterrupted, StartedAt: ptr(e.StartedAt), FinishedAt: ptr(e.InterruptedAt),
-			DurationMS: d, Error: e.Reason}
+		ev, err = decodeExecData(env, interruptedEvent)
 	default:
 		return ev, fmt.Errorf("%w: unknown execution event type %q", streams.ErrMalformed, env.Type)
 	}
+	if err != nil {
+		return ev, err
+	}
+	return checkExecEvent(env.Type, ev)
+}
+
+// decodeExecData decodes env's data as a T and makes it an execEvent.
+func decodeExecData[T any](env streams.Envelope, of func(T) execEvent) (execEvent, error) {
+	var e T
+	if err := streams.DecodeData(env, &e); err != nil {
+		return execEvent{}, err
+	}
+	return of(e), nil
+}
+
+// checkExecEvent refuses an event without the ids every row needs.
+func checkExecEvent(typ string, ev execEvent) (execEvent, error) {
 	if ev.ID == "" || ev.JobID == "" || ev.OLTID == "" {
-		return ev, fmt.Errorf("%w: %s lacks execution_id, job_id or olt_id", streams.ErrMalformed, env.Type)
+		return ev, fmt.Errorf("%w: %s lacks execution_id, job_id or olt_id", streams.ErrMalformed, typ)
 	}
 	return ev, nil
+}
+
+// timePtr is t, or nil for the zero time (a NULL column).
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func startedEvent(e streams.ExecutionStarted) execEvent {
+	return execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
+		LeaseRevision: e.LeaseRevision, Status: StatusRunning, StartedAt: timePtr(e.StartedAt)}
+}
+
+func succeededEvent(e streams.ExecutionSucceeded) execEvent {
+	d := e.DurationMS
+	ev := execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
+		LeaseRevision: e.LeaseRevision, Status: StatusSuccess, StartedAt: timePtr(e.StartedAt), FinishedAt: timePtr(e.FinishedAt),
+		DurationMS: &d, Varbinds: e.Varbinds}
+	if e.ONUs > 0 || e.FailedONUs > 0 {
+		ev.GetResult = &getExecResult{ONUs: e.ONUs, FailedONUs: e.FailedONUs, FailedVarbinds: e.FailedVarbinds, Failures: e.ONUFailures}
+	}
+	return ev
+}
+
+func failedEvent(e streams.ExecutionFailed) execEvent {
+	d := e.DurationMS
+	return execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
+		LeaseRevision: e.LeaseRevision, Status: StatusFailed, StartedAt: timePtr(e.StartedAt), FinishedAt: timePtr(e.FinishedAt),
+		DurationMS: &d, Error: e.Error}
+}
+
+func skippedEvent(e streams.ExecutionSkipped) execEvent {
+	// No attempt and no lease: nothing ran.
+	return execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
+		Status: StatusSkipped, ScheduledAt: timePtr(e.ScheduledAt), FinishedAt: timePtr(e.SkippedAt), Error: e.Reason}
+}
+
+func abortedEvent(e streams.ExecutionAborted) execEvent {
+	// Cancelled before it started: no attempt, no lease.
+	return execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
+		Status: StatusAborted, FinishedAt: timePtr(e.AbortedAt), Error: e.Reason}
+}
+
+func interruptedEvent(e streams.ExecutionInterrupted) execEvent {
+	var d *int64
+	if !e.StartedAt.IsZero() && e.InterruptedAt.After(e.StartedAt) {
+		ms := e.InterruptedAt.Sub(e.StartedAt).Milliseconds()
+		d = &ms
+	}
+	// The poller is the holder that died; the reason names it.
+	return execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
+		LeaseRevision: e.LeaseRevision, Status: StatusInterrupted, StartedAt: timePtr(e.StartedAt), FinishedAt: timePtr(e.InterruptedAt),
+		DurationMS: d, Error: e.Reason}
+}
+
+// decodeExecOn decodes an execution event received on subject in one pass
+// (projection.DecodeOn) of the type the subject's phase names. ok false:
+// the subject names no phase. Either that or an error sends the message
+// down the general path (decodeExecEnv), which refuses or accepts it as
+// the live decoder does; what this accepts, that path accepts the same.
+func decodeExecOn(subject string, data []byte) (ev execEvent, ok bool, err error) {
+	phase := subject[strings.LastIndexByte(subject, '.')+1:]
+	switch phase {
+	case streams.PhaseStarted:
+		ev, err = decodeExecOnAs(subject, data, startedEvent)
+	case streams.PhaseSucceeded:
+		ev, err = decodeExecOnAs(subject, data, succeededEvent)
+	case streams.PhaseFailed:
+		ev, err = decodeExecOnAs(subject, data, failedEvent)
+	case streams.PhaseSkipped:
+		ev, err = decodeExecOnAs(subject, data, skippedEvent)
+	case streams.PhaseAborted:
+		ev, err = decodeExecOnAs(subject, data, abortedEvent)
+	case streams.PhaseInterrupted:
+		ev, err = decodeExecOnAs(subject, data, interruptedEvent)
+	default:
+		return ev, false, nil
+	}
+	return ev, true, err
+}
+
+func decodeExecOnAs[T streams.Event](subject string, data []byte, of func(T) execEvent) (execEvent, error) {
+	env, e, err := projection.DecodeOn[T](subject, data)
+	if err != nil {
+		return execEvent{}, err
+	}
+	return checkExecEvent(env.Type, of(e))
 }
 
 // applyExecEvent moves the execution and its attempt forward. It returns
@@ -502,20 +560,26 @@ func (p *projector) applyExecs(st *execState, evs []execEvent) error {
 }
 
 // decodeExecs decodes a run of execution lifecycle messages as
-// SubjectChecked(decodeExec) does, counting the malformed ones.
+// SubjectChecked(decodeExec) does, counting the malformed ones; each in
+// one pass where its subject names the type (decodeExecOn).
 func decodeExecs(msgs []jsrouter.Msg) ([]execEvent, projection.BatchResult, error) {
 	var res projection.BatchResult
 	evs := make([]execEvent, 0, len(msgs))
 	for _, m := range msgs {
-		env, err := streams.DecodeEnvelope(m.Data)
-		var ev execEvent
-		if err == nil {
-			ev, err = decodeExecEnv(env)
-		}
-		if err == nil {
-			// The subject against the decoded event (facho.exec.<olt_id>.
-			// <phase>): its data is not parsed a second time for it.
-			err = streams.CheckSubjectWith(m.Subject, env, ev.subjectField)
+		ev, ok, err := decodeExecOn(m.Subject, m.Data)
+		if !ok || err != nil {
+			// Refused in one pass: the general path says why, and counts
+			// it as the live decoder does.
+			var env streams.Envelope
+			env, err = streams.DecodeEnvelope(m.Data)
+			if err == nil {
+				ev, err = decodeExecEnv(env)
+			}
+			if err == nil {
+				// The subject against the decoded event (facho.exec.<olt_id>.
+				// <phase>): its data is not parsed a second time for it.
+				err = streams.CheckSubjectWith(m.Subject, env, ev.subjectField)
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, streams.ErrMalformed) {
