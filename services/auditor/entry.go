@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -30,80 +31,126 @@ func (e errSkip) Error() string { return "no coordinator log for event type " + 
 
 // fromExec turns an execution lifecycle event into an entry.
 func fromExec(env streams.Envelope) (Entry, error) {
-	e := Entry{Timestamp: env.Time}
 	switch env.Type {
 	case streams.TypeExecutionStarted:
-		var ev streams.ExecutionStarted
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return e, err
-		}
-		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecStarted, streams.LevelInfo
-		e.Message = fmt.Sprintf("execution %s of job %s started (attempt %d, poller %s)", ev.ExecutionID, ev.JobID, ev.Attempt, ev.PollerID)
-		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
-			"attempt": ev.Attempt, "lease_revision": ev.LeaseRevision, "started_at": ev.StartedAt}
+		return execEntry(env, startedEntry)
 	case streams.TypeExecutionSucceeded:
-		var ev streams.ExecutionSucceeded
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return e, err
-		}
-		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecSucceeded, streams.LevelInfo
-		e.Message = fmt.Sprintf("execution %s of job %s succeeded in %d ms (%d varbinds)", ev.ExecutionID, ev.JobID, ev.DurationMS, ev.Varbinds)
-		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
-			"attempt": ev.Attempt, "duration_ms": ev.DurationMS, "varbinds": ev.Varbinds, "batches": ev.Batches,
-			"started_at": ev.StartedAt, "finished_at": ev.FinishedAt}
+		return execEntry(env, succeededEntry)
 	case streams.TypeExecutionFailed:
-		var ev streams.ExecutionFailed
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return e, err
-		}
-		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecFailed, streams.LevelError
-		if ev.Retryable {
-			e.Level = streams.LevelWarning // another attempt follows
-		}
-		e.Message = fmt.Sprintf("execution %s of job %s failed (attempt %d): %s", ev.ExecutionID, ev.JobID, ev.Attempt, ev.Error)
-		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
-			"attempt": ev.Attempt, "duration_ms": ev.DurationMS, "error": ev.Error, "retryable": ev.Retryable,
-			"started_at": ev.StartedAt, "finished_at": ev.FinishedAt}
+		return execEntry(env, failedEntry)
 	case streams.TypeExecutionSkipped:
-		var ev streams.ExecutionSkipped
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return e, err
-		}
-		// A warning: a run was omitted (no catch-up), which counts against
-		// the hour's quota.
-		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecSkipped, streams.LevelWarning
-		e.Message = fmt.Sprintf("execution %s of job %s skipped: %s", ev.ExecutionID, ev.JobID, ev.Reason)
-		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
-			"reason": ev.Reason, "scheduled_at": ev.ScheduledAt, "skipped_at": ev.SkippedAt}
+		return execEntry(env, skippedEntry)
 	case streams.TypeExecutionAborted:
-		var ev streams.ExecutionAborted
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return e, err
-		}
-		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecAborted, streams.LevelWarning
-		e.Message = fmt.Sprintf("execution %s of job %s aborted before it started: %s", ev.ExecutionID, ev.JobID, ev.Reason)
-		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
-			"reason": ev.Reason, "aborted_at": ev.AbortedAt}
+		return execEntry(env, abortedEntry)
 	case streams.TypeExecutionInterrupted:
-		var ev streams.ExecutionInterrupted
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return e, err
-		}
-		// An error: a poller died mid-run and the attempt's work is lost;
-		// its NodeDue may run again as the next attempt. A warning when the
-		// planner cancelled it (its OLT was disabled or deleted).
-		e.OLTID, e.EventType, e.Level = ev.OLTID, streams.AuditExecInterrupted, streams.LevelError
-		if ev.Cancelled {
-			e.Level = streams.LevelWarning
-		}
-		e.Message = fmt.Sprintf("execution %s of job %s interrupted (attempt %d): %s", ev.ExecutionID, ev.JobID, ev.Attempt, ev.Reason)
-		e.Details = map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
-			"attempt": ev.Attempt, "lease_revision": ev.LeaseRevision, "detected_by": ev.DetectedBy, "reason": ev.Reason,
-			"started_at": ev.StartedAt, "interrupted_at": ev.InterruptedAt, "cancelled": ev.Cancelled}
-	default:
-		return e, errSkip{env.Type}
+		return execEntry(env, interruptedEntry)
 	}
-	return e, nil
+	return Entry{Timestamp: env.Time}, errSkip{env.Type}
+}
+
+// execEntry decodes env's data as a T and makes it an entry.
+func execEntry[T any](env streams.Envelope, of func(time.Time, T) Entry) (Entry, error) {
+	var ev T
+	if err := streams.DecodeData(env, &ev); err != nil {
+		return Entry{Timestamp: env.Time}, err
+	}
+	return of(env.Time, ev), nil
+}
+
+func startedEntry(at time.Time, ev streams.ExecutionStarted) Entry {
+	return Entry{Timestamp: at, OLTID: ev.OLTID, EventType: streams.AuditExecStarted, Level: streams.LevelInfo,
+		Message: fmt.Sprintf("execution %s of job %s started (attempt %d, poller %s)", ev.ExecutionID, ev.JobID, ev.Attempt, ev.PollerID),
+		Details: map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"attempt": ev.Attempt, "lease_revision": ev.LeaseRevision, "started_at": ev.StartedAt}}
+}
+
+func succeededEntry(at time.Time, ev streams.ExecutionSucceeded) Entry {
+	return Entry{Timestamp: at, OLTID: ev.OLTID, EventType: streams.AuditExecSucceeded, Level: streams.LevelInfo,
+		Message: fmt.Sprintf("execution %s of job %s succeeded in %d ms (%d varbinds)", ev.ExecutionID, ev.JobID, ev.DurationMS, ev.Varbinds),
+		Details: map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"attempt": ev.Attempt, "duration_ms": ev.DurationMS, "varbinds": ev.Varbinds, "batches": ev.Batches,
+			"started_at": ev.StartedAt, "finished_at": ev.FinishedAt}}
+}
+
+func failedEntry(at time.Time, ev streams.ExecutionFailed) Entry {
+	e := Entry{Timestamp: at, OLTID: ev.OLTID, EventType: streams.AuditExecFailed, Level: streams.LevelError,
+		Message: fmt.Sprintf("execution %s of job %s failed (attempt %d): %s", ev.ExecutionID, ev.JobID, ev.Attempt, ev.Error),
+		Details: map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"attempt": ev.Attempt, "duration_ms": ev.DurationMS, "error": ev.Error, "retryable": ev.Retryable,
+			"started_at": ev.StartedAt, "finished_at": ev.FinishedAt}}
+	if ev.Retryable {
+		e.Level = streams.LevelWarning // another attempt follows
+	}
+	return e
+}
+
+func skippedEntry(at time.Time, ev streams.ExecutionSkipped) Entry {
+	// A warning: a run was omitted (no catch-up), which counts against
+	// the hour's quota.
+	return Entry{Timestamp: at, OLTID: ev.OLTID, EventType: streams.AuditExecSkipped, Level: streams.LevelWarning,
+		Message: fmt.Sprintf("execution %s of job %s skipped: %s", ev.ExecutionID, ev.JobID, ev.Reason),
+		Details: map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"reason": ev.Reason, "scheduled_at": ev.ScheduledAt, "skipped_at": ev.SkippedAt}}
+}
+
+func abortedEntry(at time.Time, ev streams.ExecutionAborted) Entry {
+	return Entry{Timestamp: at, OLTID: ev.OLTID, EventType: streams.AuditExecAborted, Level: streams.LevelWarning,
+		Message: fmt.Sprintf("execution %s of job %s aborted before it started: %s", ev.ExecutionID, ev.JobID, ev.Reason),
+		Details: map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"reason": ev.Reason, "aborted_at": ev.AbortedAt}}
+}
+
+func interruptedEntry(at time.Time, ev streams.ExecutionInterrupted) Entry {
+	// An error: a poller died mid-run and the attempt's work is lost;
+	// its NodeDue may run again as the next attempt. A warning when the
+	// planner cancelled it (its OLT was disabled or deleted).
+	e := Entry{Timestamp: at, OLTID: ev.OLTID, EventType: streams.AuditExecInterrupted, Level: streams.LevelError,
+		Message: fmt.Sprintf("execution %s of job %s interrupted (attempt %d): %s", ev.ExecutionID, ev.JobID, ev.Attempt, ev.Reason),
+		Details: map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
+			"attempt": ev.Attempt, "lease_revision": ev.LeaseRevision, "detected_by": ev.DetectedBy, "reason": ev.Reason,
+			"started_at": ev.StartedAt, "interrupted_at": ev.InterruptedAt, "cancelled": ev.Cancelled}}
+	if ev.Cancelled {
+		e.Level = streams.LevelWarning
+	}
+	return e
+}
+
+// fromExecOn is fromExec, with the subject check, for a message received
+// on subject, in one pass (projection.DecodeOn) as the type the subject's
+// phase names. ok false: no such phase, or the message was refused; the
+// caller then takes the general path, which says how the live decoder
+// counts it (refused, or ignored: a type the log does not know). What
+// this accepts, that path accepts with the same entry.
+func fromExecOn(subject string, data []byte) (Entry, bool) {
+	var (
+		e   Entry
+		err error
+	)
+	switch subject[strings.LastIndexByte(subject, '.')+1:] {
+	case streams.PhaseStarted:
+		e, err = execEntryOn(subject, data, startedEntry)
+	case streams.PhaseSucceeded:
+		e, err = execEntryOn(subject, data, succeededEntry)
+	case streams.PhaseFailed:
+		e, err = execEntryOn(subject, data, failedEntry)
+	case streams.PhaseSkipped:
+		e, err = execEntryOn(subject, data, skippedEntry)
+	case streams.PhaseAborted:
+		e, err = execEntryOn(subject, data, abortedEntry)
+	case streams.PhaseInterrupted:
+		e, err = execEntryOn(subject, data, interruptedEntry)
+	default:
+		return e, false
+	}
+	return e, err == nil
+}
+
+func execEntryOn[T streams.Event](subject string, data []byte, of func(time.Time, T) Entry) (Entry, error) {
+	env, ev, err := projection.DecodeOn[T](subject, data)
+	if err != nil {
+		return Entry{}, err
+	}
+	return of(env.Time, ev), nil
 }
 
 var levels = map[string]bool{streams.LevelDebug: true, streams.LevelInfo: true, streams.LevelWarning: true, streams.LevelError: true, streams.LevelCritical: true}

@@ -43,9 +43,9 @@ func ReadModels(cfg Config, log zerolog.Logger, now func() time.Time) ([]project
 		Sources: []projection.Source{
 			// Inserts only, one row per message: any partition will do.
 			{Stream: streams.StreamExec, Consumer: streams.ConsumerAuditorExec, Decode: projection.SubjectChecked(a.decoder(fromExec)), Partition: projection.SubjectToken(2),
-				ApplyBatch: a.logBatch(fromExec)},
+				ApplyBatch: a.logBatch(fromExec, fromExecOn)},
 			{Stream: streams.StreamAudit, Consumer: streams.ConsumerAuditorAudit, Decode: projection.SubjectChecked(a.decoder(fromAudit)), Partition: projection.SubjectToken(2),
-				ApplyBatch: a.logBatch(fromAudit)},
+				ApplyBatch: a.logBatch(fromAudit, nil)},
 			// QUOTA_VIOLATION rows, from the quota violation notifications.
 			{Stream: streams.StreamNotify, Consumer: streams.ConsumerAuditorNotifyLog, Decode: projection.SubjectChecked(a.violationLogDecoder)},
 		},
@@ -65,13 +65,34 @@ func ReadModels(cfg Config, log zerolog.Logger, now func() time.Time) ([]project
 
 // logBatch is the set-based form of SubjectChecked(a.decoder(toEntry))
 // for a rebuild (projection.Source.ApplyBatch): the same entries, ignored
-// and malformed messages, inserted with one COPY (copyMany).
-func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error)) projection.BatchApplier {
+// and malformed messages, inserted with one COPY (copyMany). fast, when
+// set, makes the entry of a message in one pass with its subject checked
+// (false: the general path decides).
+func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error), fast func(subject string, data []byte) (Entry, bool)) projection.BatchApplier {
 	return func(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
 		var res projection.BatchResult
 		entries := make([]Entry, 0, len(msgs))
 		details := make([][]byte, 0, len(msgs))
+		var buf []byte // the details of the run, one after the other
+		add := func(m jsrouter.Msg, e Entry) {
+			e.SourceStream, e.SourceSeq = m.Stream, m.Seq
+			e = sanitize(e)
+			start := len(buf)
+			var err error
+			if buf, err = appendDetails(buf, e.Details); err != nil {
+				buf = buf[:start]
+				res.Malformed++
+				return
+			}
+			entries, details = append(entries, e), append(details, buf[start:len(buf):len(buf)])
+		}
 		for _, m := range msgs {
+			if fast != nil {
+				if e, ok := fast(m.Subject, m.Data); ok {
+					add(m, e)
+					continue
+				}
+			}
 			env, err := streams.DecodeEnvelope(m.Data)
 			if err != nil {
 				res.Malformed++ // DecodeEnvelope's errors are all ErrMalformed
@@ -105,14 +126,7 @@ func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error)) projec
 				res.Ignored++
 				continue
 			}
-			e.SourceStream, e.SourceSeq = m.Stream, m.Seq
-			e = sanitize(e)
-			d, err := appendDetails(nil, e.Details)
-			if err != nil {
-				res.Malformed++
-				continue
-			}
-			entries, details = append(entries, e), append(details, d)
+			add(m, e)
 		}
 		res.Applied = len(entries)
 		return res, copyMany(ctx, tx, entries, details)
