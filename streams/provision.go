@@ -231,12 +231,13 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamConfig, ConsumerProjectorConfig, SubjectsConfig, "projector: configuration read model", ProjectionAckWait, 10)),
 		ordered(mk(StreamSchedule, ConsumerProjectorSchedule, SubjectsNodeDue, "projector: PENDING executions", ProjectionAckWait, 10)),
 		ordered(mk(StreamExec, ConsumerProjectorExec, SubjectsExec, "projector: executions and attempts", ProjectionAckWait, 10)),
-		// The varbind projection fetches many messages and applies them in
-		// one transaction per worker (services/projector varbindloop.go):
-		// one holder at a time (a Postgres advisory lock), messages
-		// fetched only after the previous group ended, and at start the
-		// messages a previous holder left unacked are applied first, so
-		// each OLT's batches are still applied in stream order.
+		// The varbind projection fetches many messages and hands each to
+		// the worker of its OLT, which applies what it holds in one
+		// transaction (services/projector varbindloop.go, pipeline.go):
+		// one holder at a time (a Postgres advisory lock), an OLT in one
+		// worker with a FIFO queue, and at start the messages a previous
+		// holder left unacked are applied first, so each OLT's batches
+		// are still applied in stream order.
 		grouped(mk(StreamVarbinds, ConsumerProjectorVarbinds, SubjectsVarbinds, "projector: onu_data and onu_history", ProjectionAckWait, 10)),
 		// The auditor's coordinator_logs are a projection too (checkpointed).
 		ordered(mk(StreamExec, ConsumerAuditorExec, SubjectsExec, "auditor: coordinator logs of executions", ProjectionAckWait, 10)),

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/pkg/projection/projectiontest"
 	"github.com/facho-olt/facho/streams"
 )
@@ -61,7 +60,7 @@ func (r *rig) waitLive(stream, consumer string, limit time.Duration) {
 	want := r.lastSeq(stream)
 	deadline := time.Now().Add(limit)
 	for {
-		c, err := projection.Checkpoint(context.Background(), r.pool, consumer)
+		c, err := r.consumerCheckpoint(consumer)
 		if err == nil && c >= want {
 			return
 		}

@@ -23,24 +23,26 @@ import (
 // The varbind projection: the throughput path of the projector (issue 10).
 //
 // Messages are fetched in groups (up to GroupMessages, what is there, or
-// the first to arrive), split by OLT among Workers, and each worker applies
-// its share in one transaction (applyVarbinds): one read and one write of
-// every ONU row it touches, its history rows, the per-OLT checkpoints and
-// the events to publish (pending_events). After commit the worker publishes
-// its events and clears its pending row; when every worker is done, the
-// group is acked and the consumer's checkpoint moves to the group's end.
+// the first to arrive) and handed to the worker of their OLT
+// (pipeline.go); each worker applies what it was handed in one
+// transaction (applyVarbinds): one read and one write of every ONU row it
+// touches, its history rows, the per-OLT checkpoints and the events to
+// publish (pending_events). After commit the worker publishes its events,
+// clears its pending row and acks; the consumer's checkpoint moves to the
+// highest sequence below which every fetched message ended. Workers do
+// not wait for each other, and fetching goes on while they apply.
 //
 // Order and exactly-once: each OLT's batches are applied in stream order
-// (an OLT is in one worker; groups follow each other) and a message at or
+// (an OLT is in one worker, whose queue is FIFO) and a message at or
 // below its OLT's checkpoint (or the consumer's) is skipped. That holds
 // only with one holder of the consumer at a time and no message overtaken
-// by a later one, so:
+// by a later one of its OLT, so:
 //   - the holder takes a Postgres advisory lock (a replica waits as a
 //     standby; the lock goes with its connection when a holder dies);
-//   - a new group is fetched only once the previous one ended, and a
-//     failing group is retried in place (held through a database outage,
-//     bisected down to the message that fails on a healthy database, which
-//     is dead-lettered), never NAKed past;
+//   - a failing transaction is retried in place (held through a database
+//     outage, bisected down to the message that fails on a healthy
+//     database, which is dead-lettered), never NAKed past, and its
+//     worker takes nothing else meanwhile;
 //   - at start, the messages a previous holder fetched and did not ack
 //     (consumer ack floor .. last delivered) are read from the stream and
 //     applied before anything is fetched.
@@ -57,6 +59,9 @@ var varbindLockKey = advisoryLockKey("facho:" + streams.ConsumerProjectorVarbind
 type groupItem struct {
 	msg vbMsg
 	raw jetstream.Msg
+	// leave: not applied and not dead-lettered (the dead letter failed):
+	// not acked, so it comes back.
+	leave bool
 }
 
 type varbindLoop struct {
@@ -115,25 +120,7 @@ func (l *varbindLoop) lead(ctx context.Context, lock *pgxpool.Conn) error {
 		return err
 	}
 	l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Int("workers", cfg.Workers).Int("group_messages", cfg.GroupMessages).Msg("varbind projection leading")
-	for ctx.Err() == nil {
-		if err := lock.Ping(ctx); err != nil {
-			return fmt.Errorf("lock connection lost: %w", err)
-		}
-		items, seen, err := l.fetch(ctx, cons)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Msg("fetch varbind batches failed; retrying")
-			sleepCtx(ctx, cfg.NackDelay/5)
-			continue
-		}
-		if err := l.processGroup(ctx, items); err != nil {
-			return err
-		}
-		l.moveCheckpoint(ctx, seen)
-	}
-	return nil
+	return l.pipeline(ctx, lock, cons)
 }
 
 // moveCheckpoint moves the consumer's checkpoint to seq once every message
@@ -221,6 +208,9 @@ func (l *varbindLoop) recover(ctx context.Context, cons jetstream.Consumer) erro
 	if err != nil {
 		return fmt.Errorf("consumer %s info: %w", l.consumer, err)
 	}
+	// Every message up to the ack floor ended; the checkpoint may lag it
+	// (a stop between a worker's ack and its checkpoint move).
+	l.moveCheckpoint(ctx, info.AckFloor.Stream)
 	from, to := info.AckFloor.Stream+1, info.Delivered.Stream
 	if to < from {
 		return nil
@@ -313,7 +303,7 @@ func (l *varbindLoop) processGroup(ctx context.Context, items []groupItem) error
 		return err
 	}
 	for _, it := range items {
-		if it.raw != nil {
+		if it.raw != nil && !it.leave {
 			_ = it.raw.Ack()
 		}
 	}
@@ -384,8 +374,10 @@ func (l *varbindLoop) applyPart(ctx context.Context, worker int, part []groupIte
 		it := part[0]
 		reason := fmt.Sprintf("gave up after %d tries on a healthy database: %v", failures, err)
 		if it.raw == nil || !l.deadLetter(ctx, it.raw, reason) {
-			// Read at start, or the dead letter failed: left for its
-			// redelivery, which dead-letters it.
+			// Read at start, or the dead letter failed: left unacked
+			// for its redelivery, which dead-letters it. (part shares
+			// the caller's array: the caller sees the mark.)
+			part[0].leave = true
 			l.p.log.Warn().Err(err).Uint64("stream_seq", it.msg.Seq).Msg("varbind batch left for redelivery")
 		}
 		return nil
@@ -401,10 +393,14 @@ func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem)
 		}
 	}()
 	err = pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
-		// FOR SHARE: workers run side by side; a rebuild's swap (FOR
-		// UPDATE) waits for them and they for it.
+		// FOR KEY SHARE: workers run side by side; a rebuild's swap (FOR
+		// UPDATE) waits for them and they for it, while moveCheckpoint's
+		// UPDATE (a no-key update) does not wait for an open transaction.
+		// The value read is at most the pipeline's watermark, below every
+		// message still pending, unless a swap moved it (the shadow
+		// applied up to it).
 		var global int64
-		if err := tx.QueryRow(ctx, `SELECT last_seq FROM checkpoints WHERE consumer = $1 FOR SHARE`, l.consumer).Scan(&global); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT last_seq FROM checkpoints WHERE consumer = $1 FOR KEY SHARE`, l.consumer).Scan(&global); err != nil {
 			return fmt.Errorf("read checkpoint of %s: %w", l.consumer, err)
 		}
 		olts := map[string]int64{}
