@@ -143,6 +143,12 @@ type Table struct {
 	// Generated are columns not copied on swap: the live table's default
 	// (its sequence) fills them.
 	Generated []string
+	// ShadowUniqueOnly gives the rebuild's shadow copy of the table only
+	// the live table's unique indexes (the key, what ON CONFLICT names):
+	// the others serve readers of the live table, and every row the
+	// rebuild writes would pay for each. Only for a table the model's
+	// statements look up by a unique index alone.
+	ShadowUniqueOnly bool
 }
 
 // Consumers returns the model's live consumers, sorted (the order the

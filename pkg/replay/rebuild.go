@@ -373,6 +373,25 @@ func (rb *rebuild) createShadow(ctx context.Context) error {
 				return fmt.Errorf("shadow of %s: %w", t, err)
 			}
 		}
+		for _, t := range rb.model.Tables {
+			if !t.ShadowUniqueOnly {
+				continue
+			}
+			rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+				WHERE i.indrelid = ($1 || '.' || $2)::regclass AND NOT i.indisunique`, rb.shadow, pgx.Identifier{t.Name}.Sanitize())
+			if err != nil {
+				return fmt.Errorf("indexes of shadow %s: %w", t.Name, err)
+			}
+			idx, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return fmt.Errorf("indexes of shadow %s: %w", t.Name, err)
+			}
+			for _, i := range idx {
+				if _, err := tx.Exec(ctx, `DROP INDEX `+rb.shadow+`.`+pgx.Identifier{i}.Sanitize()); err != nil {
+					return fmt.Errorf("drop shadow index %s: %w", i, err)
+				}
+			}
+		}
 		return nil
 	})
 }

@@ -52,6 +52,9 @@ func ReadModels(cfg Config, log zerolog.Logger, now func() time.Time) ([]project
 		Tables: []projection.Table{{
 			Name: "coordinator_logs", Key: []string{"source_stream", "source_seq"},
 			Ignore: []string{"id"}, Generated: []string{"id"},
+			// Inserted only: the by-OLT, by-type and by-level indexes
+			// serve the API.
+			ShadowUniqueOnly: true,
 		}},
 		// Events older than the retention make no row: a stream that lost
 		// only those still holds the whole model.

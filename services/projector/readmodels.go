@@ -39,7 +39,9 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			Tables: []projection.Table{
 				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},
 				{Name: "execution_placement", Key: []string{"olt_id", "execution_id"}},
-				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}},
+				// Inserted only (its by-ONU and by-time indexes serve the
+				// API and the live pruner; the shadow is pruned once).
+				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}, ShadowUniqueOnly: true},
 				{Name: "onu_walks", Key: []string{"olt_id"}},
 			},
 			// onu_walk_seen: a walk's records in progress, one row per
@@ -66,7 +68,9 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			},
 			Tables: []projection.Table{
 				// updated_at is the projection's clock, not the event's.
-				{Name: "executions", Key: []string{"id"}, Ignore: []string{"updated_at"}},
+				// Looked up by id alone (the dead letters by execution_id:
+				// that table keeps its indexes).
+				{Name: "executions", Key: []string{"id"}, Ignore: []string{"updated_at"}, ShadowUniqueOnly: true},
 				{Name: "execution_attempts", Key: []string{"execution_id", "attempt"}, Ignore: []string{"updated_at"}},
 				{Name: "execution_dead_letters", Key: []string{"stream", "stream_seq"}},
 			},
