@@ -72,10 +72,12 @@ type Folder interface {
 	// Rows is how many rows the fold holds (a rebuild gives up folding
 	// past a bound and goes batch by batch instead).
 	Rows() int
-	// Write writes the fold into the shadow's tables in tx (search_path
-	// set to the shadow; its tables empty). An error that is Permanent
-	// makes the rebuild start the folded sources again batch by batch.
-	Write(ctx context.Context, tx pgx.Tx) error
+	// Writes are how the fold is written into the shadow's tables (empty
+	// then): each in a transaction of its own (search_path set to the
+	// shadow), all at once, e.g. one per table. An error that is
+	// Permanent makes the rebuild empty the shadow and start the folded
+	// sources again batch by batch.
+	Writes() []func(ctx context.Context, tx pgx.Tx) error
 }
 
 // Source is one live consumer of a read model.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -44,22 +46,21 @@ func (rb *rebuild) foldBulk(ctx context.Context, targets []uint64, progress func
 			return err
 		}
 	}
-	err := pgx.BeginFunc(ctx, rb.db, func(tx pgx.Tx) error {
-		// A throwaway shadow: no need to wait for the WAL flush.
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {
-			return fmt.Errorf("asynchronous commit: %w", err)
+	if err := rb.writeFold(ctx, f); err != nil {
+		if !projection.Permanent(err) {
+			return fmt.Errorf("rebuild %s: write fold: %w", rb.model.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
-			return fmt.Errorf("shadow search_path: %w", err)
+		rb.opts.Log.Info().Err(err).Str("read_model", rb.model.Name).Msg("rebuild fold refused: batch by batch instead")
+		// The writes that committed go: the batch form starts from an
+		// empty shadow.
+		var names []string
+		for _, t := range rb.allTables() {
+			names = append(names, rb.shadow+`.`+pgx.Identifier{t}.Sanitize())
 		}
-		return f.Write(ctx, tx)
-	})
-	if err != nil {
-		if projection.Permanent(err) {
-			rb.opts.Log.Info().Err(err).Str("read_model", rb.model.Name).Msg("rebuild fold refused: batch by batch instead")
-			return nil
+		if _, err := rb.db.Exec(ctx, `TRUNCATE `+strings.Join(names, ", ")); err != nil {
+			return fmt.Errorf("rebuild %s: empty the shadow: %w", rb.model.Name, err)
 		}
-		return fmt.Errorf("rebuild %s: write fold: %w", rb.model.Name, err)
+		return nil
 	}
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
@@ -72,6 +73,39 @@ func (rb *rebuild) foldBulk(ctx context.Context, targets []uint64, progress func
 		}
 	}
 	return nil
+}
+
+// writeFold runs the fold's writes at once, each in its own transaction.
+// Its error is the first that is not Permanent, else the first.
+func (rb *rebuild) writeFold(ctx context.Context, f projection.Folder) error {
+	writes := f.Writes()
+	errs := make([]error, len(writes))
+	var wg sync.WaitGroup
+	for i, w := range writes {
+		wg.Go(func() {
+			errs[i] = pgx.BeginFunc(ctx, rb.db, func(tx pgx.Tx) error {
+				// A throwaway shadow: no need to wait for the WAL flush.
+				if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {
+					return fmt.Errorf("asynchronous commit: %w", err)
+				}
+				if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
+					return fmt.Errorf("shadow search_path: %w", err)
+				}
+				return w(ctx, tx)
+			})
+		})
+	}
+	wg.Wait()
+	var first error
+	for _, err := range errs {
+		if err != nil && !projection.Permanent(err) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // foldRun is one run of messages on its way through the fold's pipeline.

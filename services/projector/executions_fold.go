@@ -72,9 +72,14 @@ func (st *execState) due(n due) {
 	r.NodeID, r.Kind, r.Priority, r.DelaySeconds, r.dirty = n.node, n.kind, n.prio, n.delay, true
 }
 
-// Write copies the folded rows into the empty shadow tables; updated_at
-// takes its default, now(), as the upserts set it.
-func (f *execFold) Write(ctx context.Context, tx pgx.Tx) error {
+// Writes copy the folded rows into the empty shadow tables, one COPY per
+// table, at once; updated_at takes its default, now(), as the upserts
+// set it.
+func (f *execFold) Writes() []func(ctx context.Context, tx pgx.Tx) error {
+	return []func(ctx context.Context, tx pgx.Tx) error{f.writeExecutions, f.writeAttempts}
+}
+
+func (f *execFold) writeExecutions(ctx context.Context, tx pgx.Tx) error {
 	rows := make([][]any, 0, len(f.st.rows))
 	for id, r := range f.st.rows {
 		// The integer columns as the batch form's int4 arrays pass them.
@@ -87,7 +92,11 @@ func (f *execFold) Write(ctx context.Context, tx pgx.Tx) error {
 		"delay_seconds", "dead_lettered_batches", "onus", "failed_onus", "failed_varbinds", "onu_failures"}, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("copy %d executions: %w", len(rows), err)
 	}
-	rows = rows[:0]
+	return nil
+}
+
+func (f *execFold) writeAttempts(ctx context.Context, tx pgx.Tx) error {
+	rows := make([][]any, 0, len(f.st.attempts))
 	for k, a := range f.st.attempts {
 		rows = append(rows, []any{k.ID, int32(k.Attempt), a.PollerID, a.Status, a.StartedAt, a.FinishedAt, a.Error, a.LeaseRevision, a.DurationMS})
 	}
