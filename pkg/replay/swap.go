@@ -193,6 +193,9 @@ func (rb *rebuild) compare(ctx context.Context, tx pgx.Tx, table string, key, ig
 		Scan(&tr.LiveRows, &tr.ShadowRows); err != nil {
 		return tr, fmt.Errorf("count %s: %w", table, err)
 	}
+	if tr.LiveRows == 0 || tr.ShadowRows == 0 {
+		return rb.compareOneSided(ctx, tx, tr, key)
+	}
 	cols, err := rb.columns(ctx, tx, table)
 	if err != nil {
 		return tr, err
@@ -228,6 +231,37 @@ func (rb *rebuild) compare(ctx context.Context, tx pgx.Tx, table string, key, ig
 	}
 	if err := rows.Err(); err != nil {
 		return tr, fmt.Errorf("compare %s: %w", table, err)
+	}
+	return tr, nil
+}
+
+// compareOneSided is compare when one side is empty (a first rebuild, an
+// empty stream): every row of the other side differs, and the examples
+// are its first keys in the order compare lists them, without joining.
+func (rb *rebuild) compareOneSided(ctx context.Context, tx pgx.Tx, tr TableReport, key []string) (TableReport, error) {
+	from, where := rb.shadow, "rebuild only"
+	tr.Differing = tr.ShadowRows
+	if tr.ShadowRows == 0 {
+		from, where, tr.Differing = rb.live, "live only", tr.LiveRows
+	}
+	if tr.Differing == 0 {
+		return tr, nil
+	}
+	var keyText []string
+	for _, k := range key {
+		keyText = append(keyText, fmt.Sprintf(`'%s=' || %s::text`, strings.ReplaceAll(k, "'", ""), pgx.Identifier{k}.Sanitize()))
+	}
+	rows, err := tx.Query(ctx, `SELECT `+strings.Join(keyText, ` || ' ' || `)+` FROM `+from+`.`+pgx.Identifier{tr.Name}.Sanitize()+`
+		ORDER BY 1 LIMIT `+fmt.Sprint(MaxExamples))
+	if err != nil {
+		return tr, fmt.Errorf("compare %s: %w", tr.Name, err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return tr, fmt.Errorf("compare %s: %w", tr.Name, err)
+	}
+	for _, k := range keys {
+		tr.Examples = append(tr.Examples, RowDiff{Key: k, Where: where})
 	}
 	return tr, nil
 }
