@@ -122,13 +122,37 @@ type foldRun struct {
 // order on this one: decoding, the costly part, uses every core while the
 // fold itself stays sequential.
 func (rb *rebuild) foldSource(ctx context.Context, f projection.Folder, i int, target uint64, counts *projection.BatchResult, last *uint64, progress func(uint64)) error {
+	s := rb.model.Sources[i]
+	return rb.pipeline(ctx, i, target, last, func(msgs []jsrouter.Msg) (any, projection.BatchResult, error) {
+		return f.Decode(i, msgs)
+	}, func(_ context.Context, r *foldRun) error {
+		if err := f.Fold(i, r.decoded); err != nil {
+			return fmt.Errorf("rebuild %s from %s seq %d-%d: %w", rb.model.Name, s.Stream, r.msgs[0].Seq, r.msgs[len(r.msgs)-1].Seq, err)
+		}
+		counts.Applied += r.res.Applied
+		counts.Ignored += r.res.Ignored
+		counts.Malformed += r.res.Malformed
+		progress(uint64(len(r.msgs)))
+		if f.Rows() > rb.opts.FoldMaxRows {
+			return errFoldTooBig
+		}
+		return nil
+	})
+}
+
+// pipeline reads source i up to target in runs of rb.batch(i) messages
+// (last: the last sequence read), decodes the runs on opts.Workers
+// goroutines, ahead, and hands them to apply in stream order, one at a
+// time. A few runs are in flight at most.
+func (rb *rebuild) pipeline(ctx context.Context, i int, target uint64, last *uint64,
+	decode func([]jsrouter.Msg) (any, projection.BatchResult, error), apply func(context.Context, *foldRun) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	work := make(chan *foldRun, rb.opts.Workers)
-	order := make(chan *foldRun, 4*rb.opts.Workers)
+	order := make(chan *foldRun, rb.opts.Workers)
 	for w := 0; w < rb.opts.Workers; w++ {
 		g.Go(func() error {
 			for r := range work {
-				r.decoded, r.res, r.err = f.Decode(i, r.msgs)
+				r.decoded, r.res, r.err = decode(r.msgs)
 				close(r.done)
 			}
 			return nil
@@ -178,15 +202,8 @@ func (rb *rebuild) foldSource(ctx context.Context, f projection.Folder, i int, t
 			if r.err != nil {
 				return fmt.Errorf("rebuild %s from %s seq %d-%d: %w", rb.model.Name, s.Stream, r.msgs[0].Seq, r.msgs[len(r.msgs)-1].Seq, r.err)
 			}
-			if err := f.Fold(i, r.decoded); err != nil {
-				return fmt.Errorf("rebuild %s from %s seq %d-%d: %w", rb.model.Name, s.Stream, r.msgs[0].Seq, r.msgs[len(r.msgs)-1].Seq, err)
-			}
-			counts.Applied += r.res.Applied
-			counts.Ignored += r.res.Ignored
-			counts.Malformed += r.res.Malformed
-			progress(uint64(len(r.msgs)))
-			if f.Rows() > rb.opts.FoldMaxRows {
-				return errFoldTooBig
+			if err := apply(gctx, r); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -43,11 +43,13 @@ func (a *auditor) quotaReadModels() []projection.ReadModel {
 		src := projection.Source{Stream: c.stream, Consumer: c.name, Decode: projection.SubjectChecked(c.decode)}
 		switch c.name {
 		case streams.ConsumerAuditorSchedule:
-			src.ApplyBatch = a.scheduleBatch(c.name) // quota_batch.go
+			b := a.scheduleBatch(c.name) // quota_batch.go
+			src.ApplyBatch, src.DecodeBatch, src.ApplyDecoded = b.whole, b.decode, b.apply
 			src.Batch = quotaRebuildBatch
 			quotas = append(quotas, src)
 		case streams.ConsumerAuditorQuotaExec:
-			src.ApplyBatch = a.execQuotaBatch(c.name)
+			b := a.execQuotaBatch(c.name)
+			src.ApplyBatch, src.DecodeBatch, src.ApplyDecoded = b.whole, b.decode, b.apply
 			src.Batch = quotaRebuildBatch
 			quotas = append(quotas, src)
 		case streams.ConsumerAuditorNotify:
