@@ -318,3 +318,25 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 	}
 	return nil
 }
+
+// ProjectorVarbindsPartitionConfig is the durable of partition i of n of
+// the varbind projection, as the projector creates it the first time it
+// leads the partition: the grouped projection consumer's settings,
+// starting at startSeq (the sequence after the projection's checkpoint,
+// below which every batch is applied), on the stream's replicas.
+func ProjectorVarbindsPartitionConfig(i, n int, startSeq uint64) jetstream.ConsumerConfig {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       ConsumerProjectorVarbindsPartition(i, n),
+		Description:   fmt.Sprintf("projector: onu_data and onu_history, partition %d of %d", i, n),
+		FilterSubject: SubjectsVarbinds,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       ProjectionAckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: ProjectionGroupMaxMessages,
+	}
+	if startSeq > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, startSeq
+	}
+	return cfg
+}

@@ -6,6 +6,7 @@ package streams
 
 import (
 	"fmt"
+	"hash/fnv"
 	"regexp"
 )
 
@@ -200,4 +201,37 @@ func MsgID(parts ...any) string {
 		s += fmt.Sprint(p)
 	}
 	return s
+}
+
+// ProjectorPartitionsMax bounds the varbind projection's partitions
+// (services/projector Config.Partitions): the NATS permissions of the
+// projector name each partition's durable.
+const ProjectorPartitionsMax = 8
+
+// ConsumerProjectorVarbindsPartition is the durable of partition i of n
+// of the varbind projection (n > 1; with one partition the durable is
+// ConsumerProjectorVarbinds). Each reads the whole stream and applies the
+// batches of its OLTs (VarbindPartition).
+func ConsumerProjectorVarbindsPartition(i, n int) string {
+	return fmt.Sprintf("%s-p%dof%d", ConsumerProjectorVarbinds, i, n)
+}
+
+// VarbindPartition is the partition (0..n-1) of an OLT's varbind batches.
+func VarbindPartition(oltID string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("partition:" + oltID))
+	return int(h.Sum64() % uint64(n))
+}
+
+// OLTOfVarbindsSubject is the OLT id of a facho.varbinds.<olt_id> subject
+// ("" when subject is not one).
+func OLTOfVarbindsSubject(subject string) string {
+	const prefix = "facho.varbinds."
+	if len(subject) <= len(prefix) || subject[:len(prefix)] != prefix {
+		return ""
+	}
+	return subject[len(prefix):]
 }

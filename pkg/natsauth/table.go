@@ -49,6 +49,11 @@ type Identity struct {
 	// SubscribeEvents lets it subscribe to the event subjects themselves
 	// (a live tail without a consumer).
 	SubscribeEvents bool
+	// CreatesDurables lists durables it creates itself, where it knows
+	// their start (the varbind projection's partitions: at its
+	// checkpoint), and reads, acknowledges and dead-letters like
+	// Consumers. Others may neither create nor read them.
+	CreatesDurables []string
 }
 
 // Table is every identity. Extend it when a service starts publishing a new
@@ -96,6 +101,8 @@ func Table() []Identity {
 			// At start, the varbind batches a previous holder fetched and
 			// did not ack are read and applied first (varbindloop.go).
 			ReadMsgs: []string{streams.StreamVarbinds},
+			// The varbind projection's partitions (-partitions > 1).
+			CreatesDurables: partitionDurableNames(),
 		},
 		{
 			Name:        Auditor,
@@ -200,6 +207,29 @@ func durableStreams() map[string]string {
 	return m
 }
 
+// partitionDurables are the durables services create themselves, by
+// name: the varbind projection's partitions, for every partition count.
+func partitionDurables() map[string]string {
+	m := map[string]string{}
+	for n := 2; n <= streams.ProjectorPartitionsMax; n++ {
+		for i := range n {
+			m[streams.ConsumerProjectorVarbindsPartition(i, n)] = streams.StreamVarbinds
+		}
+	}
+	return m
+}
+
+func partitionDurableNames() []string { return sortedKeys(partitionDurables()) }
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 func streamNames() []string {
 	var out []string
 	for _, sc := range streams.StreamConfigs(streams.Options{}) {
@@ -272,7 +302,39 @@ func (id Identity) Permissions() (Permissions, error) {
 		readMsgs(kvStream(b))
 		ordered(kvStream(b))
 	}
+	created := partitionDurables()
+	ownCreated := map[string]bool{}
+	for _, c := range id.CreatesDurables {
+		stream, ok := created[c]
+		if !ok {
+			return Permissions{}, fmt.Errorf("identity %s: durable %q is not one a service creates", id.Name, c)
+		}
+		ownCreated[c] = true
+		pub(
+			"$JS.API.CONSUMER.CREATE."+stream+"."+c,
+			"$JS.API.CONSUMER.CREATE."+stream+"."+c+".>",
+			"$JS.API.CONSUMER.DURABLE.CREATE."+stream+"."+c,
+			"$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c,
+			"$JS.ACK."+stream+"."+c+".>",
+			"$JS.ACK.*.*."+stream+"."+c+".>",
+		)
+	}
 	deny(deniedToServices()...)
+	for _, c := range sortedKeys(created) {
+		if ownCreated[c] {
+			continue
+		}
+		stream := created[c]
+		deny(
+			"$JS.API.CONSUMER.CREATE."+stream+"."+c,
+			"$JS.API.CONSUMER.CREATE."+stream+"."+c+".>",
+			"$JS.API.CONSUMER.DURABLE.CREATE."+stream+"."+c,
+			"$JS.API.CONSUMER.DELETE."+stream+"."+c,
+			"$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c,
+			"$JS.ACK."+stream+"."+c+".>",
+			"$JS.ACK.*.*."+stream+"."+c+".>",
+		)
+	}
 	// Durable consumers are the provisioner's: nobody else creates,
 	// changes or deletes them, and only the owner reads from them.
 	names := make([]string, 0, len(durables))

@@ -73,6 +73,10 @@ type Binary struct {
 	// ClientName, if not nil, is called after Check and names the NATS
 	// connection instead of "facho-<Name>".
 	ClientName func() string
+	// DBConns, if not nil, is called after Check: the fewest pooled
+	// database connections the service needs (the pool gets at least 12;
+	// a pool_max_conns in the URL wins).
+	DBConns func() int32
 	// Service runs the service until ctx ends and then returns nil.
 	Service func(ctx context.Context, deps Deps) error
 }

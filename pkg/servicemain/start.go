@@ -31,7 +31,11 @@ func (b Binary) start(ctx context.Context, c Common, ch checked, log zerolog.Log
 	reg := telemetry.NewRegistry()
 	deps := Deps{Box: ch.box, Log: log, Registry: reg, Health: telemetry.NewHealth()}
 	if b.Database != NoDatabase {
-		pool, closeDB, err := openDatabase(ctx, c, log)
+		var minConns int32
+		if b.DBConns != nil {
+			minConns = b.DBConns()
+		}
+		pool, closeDB, err := openDatabase(ctx, c, log, minConns)
 		if err != nil {
 			return err
 		}
@@ -59,7 +63,7 @@ func (b Binary) start(ctx context.Context, c Common, ch checked, log zerolog.Log
 // configured) and applies the migrations, so a service never waits on
 // another to create its schema (tern serialises concurrent runs). closeDB
 // closes the pool and stops a cluster this call started.
-func openDatabase(ctx context.Context, c Common, log zerolog.Logger) (pool *pgxpool.Pool, closeDB func(), err error) {
+func openDatabase(ctx context.Context, c Common, log zerolog.Logger, minConns int32) (pool *pgxpool.Pool, closeDB func(), err error) {
 	url, stopCluster := c.DatabaseURL, func() error { return nil }
 	if c.PGDataDir != "" {
 		url, stopCluster, err = pgboot.Ensure(ctx, pgboot.Config{DatabaseURL: c.DatabaseURL, DataDir: c.PGDataDir, Log: log})
@@ -84,7 +88,7 @@ func openDatabase(ctx context.Context, c Common, log zerolog.Logger) (pool *pgxp
 	// holder lock keeps one, its workers one each, and every consumer
 	// needs one. A pool_max_conns in the URL wins.
 	if !strings.Contains(url, "pool_max_conns") {
-		pcfg.MaxConns = max(pcfg.MaxConns, 12)
+		pcfg.MaxConns = max(pcfg.MaxConns, 12, minConns)
 	}
 	pool, err = pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

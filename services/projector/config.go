@@ -35,6 +35,11 @@ type Config struct {
 	// side by side, each for its share of the OLTs (per-OLT order kept);
 	// default 2.
 	Workers int
+	// Partitions splits the varbind projection's OLTs into this many
+	// partitions, each led by one replica at a time (partitions.go), so
+	// replicas add throughput; every replica must use the same count.
+	// Default 1: one replica leads, the others stand by.
+	Partitions int
 	// GroupMessages is the most varbind batches fetched and applied as one
 	// group; default 256, at most streams.ProjectionGroupMaxMessages.
 	GroupMessages int
@@ -77,6 +82,9 @@ func (c Config) WithDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
+	if c.Partitions == 0 {
+		c.Partitions = 1
+	}
 	if c.GroupMessages == 0 {
 		c.GroupMessages = 256
 	}
@@ -87,6 +95,14 @@ func (c Config) WithDefaults() Config {
 		c.HistoryPruneBatch = 5000
 	}
 	return c
+}
+
+// DBConns is how many database connections the projector may hold at
+// once: per varbind partition led, its lock and one per worker; the
+// replicas' membership lock; the consumers, the pruner and checkpoint
+// moves.
+func (c Config) DBConns() int32 {
+	return int32(c.Partitions*(1+c.Workers) + 8)
 }
 
 // now is the pruner's clock.
@@ -114,6 +130,9 @@ func (c Config) Validate() error {
 	}
 	if c.Workers < 1 || c.Workers > 64 {
 		errs = append(errs, fmt.Errorf("workers %d: want 1..64", c.Workers))
+	}
+	if c.Partitions < 1 || c.Partitions > streams.ProjectorPartitionsMax {
+		errs = append(errs, fmt.Errorf("partitions (FACHO_PROJECTOR_PARTITIONS, -partitions) %d: want 1..%d", c.Partitions, streams.ProjectorPartitionsMax))
 	}
 	if c.GroupMessages < 1 || c.GroupMessages > streams.ProjectionGroupMaxMessages {
 		errs = append(errs, fmt.Errorf("group messages %d: want 1..%d", c.GroupMessages, streams.ProjectionGroupMaxMessages))

@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		varbindLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "facho_projector_varbind_leader",
-			Help: "1 while this projector holds the varbind projection (0: standing by).",
+			Help: "Varbind projection partitions this projector leads (0: standing by; with one partition, 1 while it holds the projection).",
 		}),
 		varbindMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "facho_projector_varbind_messages_total",

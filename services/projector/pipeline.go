@@ -103,18 +103,22 @@ func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jet
 		queues[w] = make(chan groupItem, cfg.GroupMessages)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
+	tickerDone, tickerStop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(tickerDone)
 		t := time.NewTicker(streams.ProjectionAckWait / 3)
 		defer t.Stop()
 		for {
 			select {
-			case <-gctx.Done():
-				return nil
+			case <-tickerStop:
+				return
 			case <-t.C:
 				fl.inProgress()
 			}
 		}
-	})
+	}()
+	defer func() { close(tickerStop); <-tickerDone }()
+	yielded := false
 	for w, q := range queues {
 		g.Go(func() error { return l.work(gctx, w, q, fl) })
 	}
@@ -125,6 +129,11 @@ func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jet
 			}
 		}()
 		for gctx.Err() == nil {
+			if l.yield != nil && l.yield() {
+				// Given back: the workers end what they hold first.
+				yielded = true
+				return nil
+			}
 			if err := lock.Ping(gctx); err != nil {
 				if gctx.Err() != nil {
 					return nil
@@ -155,7 +164,13 @@ func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jet
 		}
 		return nil
 	})
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if yielded && ctx.Err() == nil {
+		return errYield
+	}
+	return nil
 }
 
 type errLockLost struct{ err error }

@@ -46,6 +46,10 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	if have, need := deps.DB.Config().MaxConns, cfg.DBConns(); have < need {
+		deps.Log.Warn().Int32("pool_max_conns", have).Int32("needed", need).Int("partitions", cfg.Partitions).Int("workers", cfg.Workers).
+			Msg("the database pool may be too small for the varbind partitions and workers: raise pool_max_conns")
+	}
 	p := &projector{cfg: cfg, js: deps.JS, db: deps.DB, log: deps.Log, metrics: m}
 	p.outbox = &outbox{js: deps.JS, db: deps.DB, batch: cfg.OutboxBatch, timeout: cfg.PublishTimeout}
 

@@ -65,17 +65,34 @@ type groupItem struct {
 }
 
 type varbindLoop struct {
-	p        *projector
-	js       jetstream.JetStream
-	db       *pgxpool.Pool
+	p  *projector
+	js jetstream.JetStream
+	db *pgxpool.Pool
+	// consumer is the JetStream durable this loop reads (a partition's
+	// with Partitions > 1), the name of its own checkpoint row and of its
+	// pending_events rows.
 	consumer string
-	health   func(ctx context.Context, cause error) error
+	// logical is the projection's name (ConsumerProjectorVarbinds): its
+	// per-OLT checkpoints, its consumer checkpoint (the one a rebuild
+	// locks and moves; with partitions, the lowest of theirs), its dead
+	// letters.
+	logical string
+	// partition of partitions this loop applies (partitions 1: all).
+	partition, partitions int
+	health                func(ctx context.Context, cause error) error
+	// yield, when set, is asked between fetches whether to stop leading
+	// (a partition given back to balance the replicas).
+	yield func() bool
 }
 
 // runVarbinds holds the varbind consumer while ctx lasts: waits for the
 // lock, leads, and waits again if leading failed.
 func (p *projector) runVarbinds(ctx context.Context) error {
-	l := &varbindLoop{p: p, js: p.js, db: p.db, consumer: streams.ConsumerProjectorVarbinds, health: projection.Health(p.db)}
+	if p.cfg.Partitions > 1 {
+		return p.runPartitions(ctx)
+	}
+	l := &varbindLoop{p: p, js: p.js, db: p.db, consumer: streams.ConsumerProjectorVarbinds, logical: streams.ConsumerProjectorVarbinds,
+		partitions: 1, health: projection.Health(p.db)}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := l.holdAndLead(ctx)
@@ -94,16 +111,34 @@ func (l *varbindLoop) holdAndLead(ctx context.Context) error {
 		l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Msg("another projector holds the varbind projection; standing by")
 	}
 	return holdLock(ctx, l.db, varbindLockKey, "varbind projection", time.Second, standby, func(conn *pgxpool.Conn) error {
-		l.p.metrics.varbindLeader.Set(1)
-		defer l.p.metrics.varbindLeader.Set(0)
+		// Partitioned replicas (another count) must not run beside it;
+		// they check for this holder's lock, and it for theirs.
+		joined, err := tryJoin(ctx, conn, 1, otherRegimes(1))
+		if err != nil {
+			return err
+		}
+		if !joined {
+			return errOtherPartitionCount
+		}
+		defer func() {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock_shared($1)`, regimeKey(1)); err != nil {
+				conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
+			}
+		}()
+		l.p.metrics.varbindLeader.Inc()
+		defer l.p.metrics.varbindLeader.Dec()
 		return l.lead(ctx, conn)
 	})
 }
 
 func (l *varbindLoop) lead(ctx context.Context, lock *pgxpool.Conn) error {
 	cfg := l.p.cfg
-	if _, err := l.db.Exec(ctx, `INSERT INTO checkpoints (consumer, last_seq) VALUES ($1, 0) ON CONFLICT (consumer) DO NOTHING`, l.consumer); err != nil {
-		return fmt.Errorf("create checkpoint of %s: %w", l.consumer, err)
+	for _, c := range []string{l.logical, l.consumer} {
+		if _, err := l.db.Exec(ctx, `INSERT INTO checkpoints (consumer, last_seq) VALUES ($1, 0) ON CONFLICT (consumer) DO NOTHING`, c); err != nil {
+			return fmt.Errorf("create checkpoint of %s: %w", c, err)
+		}
 	}
 	if err := l.publishLeftovers(ctx); err != nil {
 		return err
@@ -112,9 +147,9 @@ func (l *varbindLoop) lead(ctx context.Context, lock *pgxpool.Conn) error {
 	if err := l.p.outbox.flush(ctx); err != nil {
 		return fmt.Errorf("drain the old outbox: %w", err)
 	}
-	cons, err := l.js.Consumer(ctx, streams.StreamVarbinds, l.consumer)
+	cons, err := l.bind(ctx)
 	if err != nil {
-		return fmt.Errorf("bind consumer %s: %w", l.consumer, err)
+		return err
 	}
 	if err := l.recover(ctx, cons); err != nil {
 		return err
@@ -130,8 +165,14 @@ func (l *varbindLoop) moveCheckpoint(ctx context.Context, seq uint64) {
 	if seq == 0 {
 		return
 	}
-	if _, err := l.db.Exec(ctx, `UPDATE checkpoints SET last_seq = GREATEST(last_seq, $2), updated_at = now() WHERE consumer = $1`, l.consumer, int64(seq)); err != nil && ctx.Err() == nil {
-		l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Msg("move consumer checkpoint failed; per-OLT checkpoints hold")
+	if _, err := l.db.Exec(ctx, `UPDATE checkpoints SET last_seq = GREATEST(last_seq, $2), updated_at = now() WHERE consumer = $1`, l.consumer, int64(seq)); err != nil {
+		if ctx.Err() == nil {
+			l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Msg("move consumer checkpoint failed; per-OLT checkpoints hold")
+		}
+		return
+	}
+	if l.partitions > 1 {
+		l.moveLogicalCheckpoint(ctx)
 	}
 }
 
@@ -165,6 +206,10 @@ func (l *varbindLoop) collect(ctx context.Context, batch jetstream.MessageBatch)
 			continue
 		}
 		seen = max(seen, meta.Sequence.Stream)
+		if !l.mine(m.Subject()) {
+			_ = m.Ack() // another partition's: ended here
+			continue
+		}
 		msg, err := decodeVarbindMsg(m.Subject(), meta.Sequence.Stream, m.Data())
 		if err != nil {
 			l.deadLetter(ctx, m, err.Error())
@@ -186,7 +231,7 @@ func (l *varbindLoop) collect(ctx context.Context, batch jetstream.MessageBatch)
 func (l *varbindLoop) deadLetter(ctx context.Context, m jetstream.Msg, reason string) bool {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := deadletter.Publish(dctx, l.js, l.consumer, l.p.cfg.Source, m, reason); err != nil {
+	if err := deadletter.Publish(dctx, l.js, l.logical, l.p.cfg.Source, m, reason); err != nil {
 		l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Msg("dead letter failed; the message comes back")
 		return false
 	}
@@ -238,6 +283,9 @@ func (l *varbindLoop) recover(ctx context.Context, cons jetstream.Consumer) erro
 		}
 		if err != nil {
 			return fmt.Errorf("read unacked batch %d: %w", seq, err)
+		}
+		if !l.mine(raw.Subject) {
+			continue
 		}
 		msg, err := decodeVarbindMsg(raw.Subject, seq, raw.Data)
 		if err != nil {
@@ -400,8 +448,8 @@ func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem)
 		// message still pending, unless a swap moved it (the shadow
 		// applied up to it).
 		var global int64
-		if err := tx.QueryRow(ctx, `SELECT last_seq FROM checkpoints WHERE consumer = $1 FOR KEY SHARE`, l.consumer).Scan(&global); err != nil {
-			return fmt.Errorf("read checkpoint of %s: %w", l.consumer, err)
+		if err := tx.QueryRow(ctx, `SELECT last_seq FROM checkpoints WHERE consumer = $1 FOR KEY SHARE`, l.logical).Scan(&global); err != nil {
+			return fmt.Errorf("read checkpoint of %s: %w", l.logical, err)
 		}
 		olts := map[string]int64{}
 		var names []string
@@ -411,21 +459,21 @@ func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem)
 				names = append(names, it.msg.Batch.OLTID)
 			}
 		}
-		rows, err := tx.Query(ctx, `SELECT olt_id, last_seq FROM olt_checkpoints WHERE consumer = $1 AND olt_id = ANY($2) FOR UPDATE`, l.consumer, names)
+		rows, err := tx.Query(ctx, `SELECT olt_id, last_seq FROM olt_checkpoints WHERE consumer = $1 AND olt_id = ANY($2) FOR UPDATE`, l.logical, names)
 		if err != nil {
-			return fmt.Errorf("read olt checkpoints of %s: %w", l.consumer, err)
+			return fmt.Errorf("read olt checkpoints of %s: %w", l.logical, err)
 		}
 		for rows.Next() {
 			var olt string
 			var seq int64
 			if err := rows.Scan(&olt, &seq); err != nil {
 				rows.Close()
-				return fmt.Errorf("read olt checkpoints of %s: %w", l.consumer, err)
+				return fmt.Errorf("read olt checkpoints of %s: %w", l.logical, err)
 			}
 			olts[olt] = max(olts[olt], seq)
 		}
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read olt checkpoints of %s: %w", l.consumer, err)
+			return fmt.Errorf("read olt checkpoints of %s: %w", l.logical, err)
 		}
 		todo := make([]vbMsg, 0, len(part))
 		moved := map[string]int64{}
@@ -450,8 +498,8 @@ func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO olt_checkpoints (consumer, olt_id, last_seq)
 			SELECT $1, u.olt, u.seq FROM unnest($2::text[], $3::bigint[]) AS u(olt, seq)
-			ON CONFLICT (consumer, olt_id) DO UPDATE SET last_seq = EXCLUDED.last_seq, updated_at = now()`, l.consumer, ids, seqs); err != nil {
-			return fmt.Errorf("advance olt checkpoints of %s: %w", l.consumer, err)
+			ON CONFLICT (consumer, olt_id) DO UPDATE SET last_seq = EXCLUDED.last_seq, updated_at = now()`, l.logical, ids, seqs); err != nil {
+			return fmt.Errorf("advance olt checkpoints of %s: %w", l.logical, err)
 		}
 		if err := writePending(ctx, tx, l.consumer, worker, ev); err != nil {
 			return err
@@ -469,6 +517,12 @@ func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem)
 // pending row; it retries until JetStream takes them or ctx ends (the row
 // keeps them for the next start).
 func (l *varbindLoop) publish(ctx context.Context, worker int, events []outboxRow) error {
+	return l.publishFor(ctx, l.consumer, worker, events)
+}
+
+// publishFor is publish for the pending row of consumer (a loop's own, or
+// one left by a partition that no longer exists).
+func (l *varbindLoop) publishFor(ctx context.Context, consumer string, worker int, events []outboxRow) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -486,7 +540,7 @@ func (l *varbindLoop) publish(ctx context.Context, worker int, events []outboxRo
 		sleepCtx(ctx, backoff)
 		backoff = min(2*backoff, 5*time.Second)
 	}
-	if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, l.consumer, worker); err != nil && ctx.Err() == nil {
+	if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, consumer, worker); err != nil && ctx.Err() == nil {
 		// Published already: at worst they are published again at the
 		// next start, where the duplicate window drops recent copies.
 		l.p.log.Warn().Err(err).Msg("clear pending events failed")
@@ -495,15 +549,20 @@ func (l *varbindLoop) publish(ctx context.Context, worker int, events []outboxRo
 }
 
 // publishLeftovers publishes what a previous holder committed and did not
-// publish (crash between commit and publish), then clears it.
+// publish (crash between commit and publish), then clears it. The loop
+// that leads the first partition (or the only one) also publishes what
+// partitions of another partition count left: nobody else would.
 func (l *varbindLoop) publishLeftovers(ctx context.Context) error {
-	rows, err := l.db.Query(ctx, `SELECT worker, events FROM pending_events WHERE consumer = $1 AND events IS NOT NULL`, l.consumer)
+	rows, err := l.db.Query(ctx, `SELECT consumer, worker, events FROM pending_events
+		WHERE events IS NOT NULL AND (consumer = $1 OR ($4 AND consumer LIKE $2 || '-p%' AND consumer <> ALL($3)))`,
+		l.consumer, l.logical, l.regimeDurables(), l.partition == 0)
 	if err != nil {
 		return fmt.Errorf("read pending events: %w", err)
 	}
 	type left struct {
-		Worker int
-		Events []byte
+		Consumer string
+		Worker   int
+		Events   []byte
 	}
 	lefts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[left])
 	if err != nil {
@@ -513,10 +572,10 @@ func (l *varbindLoop) publishLeftovers(ctx context.Context) error {
 		events, err := decodePending(lf.Events)
 		if err != nil {
 			l.p.log.Error().Err(err).Int("worker", lf.Worker).Msg("dropping unreadable pending events")
-		} else if err := l.publish(ctx, lf.Worker, events); err != nil {
+		} else if err := l.publishFor(ctx, lf.Consumer, lf.Worker, events); err != nil {
 			return err
 		}
-		if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, l.consumer, lf.Worker); err != nil {
+		if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, lf.Consumer, lf.Worker); err != nil {
 			return fmt.Errorf("clear pending events: %w", err)
 		}
 		l.p.log.Info().Int("events", len(events)).Int("worker", lf.Worker).Msg("published onu events left by a previous holder")

@@ -57,6 +57,10 @@ type Config struct {
 	// ProjectorWorkers is FACHO_PROJECTOR_WORKERS (0: the projector's
 	// default).
 	ProjectorWorkers int
+	// Projectors is how many projector replicas run (0: 1), and
+	// ProjectorPartitions their FACHO_PROJECTOR_PARTITIONS (0: the
+	// projector's default, 1: one replica leads, the others stand by).
+	Projectors, ProjectorPartitions int
 	// FirstRunSpread is the planner's -first-run-spread. Negative (the
 	// bench's default): the fleet, configured within seconds, falls due
 	// together, the worst case, which measures capacity; positive: first
@@ -212,7 +216,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (r *run) run(ctx context.Context) (*Result, error) {
 	cfg := r.cfg
 	res := &Result{Started: time.Now().UTC(), OLTs: cfg.OLTs, Shape: shapeText(cfg.Shape), ONUsPerOLT: shapeONUs(cfg.Shape),
-		Cycles: cfg.Cycles, IntervalSeconds: cfg.Interval.Seconds(), FirstRunSpreadSeconds: cfg.FirstRunSpread.Seconds(), Pollers: cfg.Pollers, Workers: cfg.Workers, MaxRepetitions: cfg.MaxRepetitions}
+		Cycles: cfg.Cycles, IntervalSeconds: cfg.Interval.Seconds(), FirstRunSpreadSeconds: cfg.FirstRunSpread.Seconds(), Pollers: cfg.Pollers, Workers: cfg.Workers, MaxRepetitions: cfg.MaxRepetitions,
+		Projectors: max(cfg.Projectors, 1), ProjectorPartitions: max(cfg.ProjectorPartitions, 1)}
 	if host, err := os.Hostname(); err == nil {
 		res.Host = host
 	}
@@ -482,9 +487,12 @@ func (r *run) startServices(ctx context.Context, bin func(string) string, keysDi
 	// The projector and auditor first: they create the schema (every
 	// service migrates; tern serialises them) and consume from the start.
 	list := []svc{
-		{"projector", "facho-projector", natsauth.Projector, projectorEnv(r.cfg.ProjectorWorkers), nil},
+		{"projector", "facho-projector", natsauth.Projector, projectorEnv(r.cfg.ProjectorWorkers, r.cfg.ProjectorPartitions), nil},
 		{"auditor", "facho-auditor", natsauth.Auditor, nil, nil},
 		{"api", "facho-api", natsauth.API, nil, nil},
+	}
+	for i := 2; i <= r.cfg.Projectors; i++ {
+		list = append(list, svc{fmt.Sprintf("projector-%d", i), "facho-projector", natsauth.Projector, projectorEnv(r.cfg.ProjectorWorkers, r.cfg.ProjectorPartitions), nil})
 	}
 	for i := 1; i <= r.cfg.Pollers; i++ {
 		id := fmt.Sprintf("poller-%d", i)
@@ -516,11 +524,15 @@ func (r *run) startServices(ctx context.Context, bin func(string) string, keysDi
 	return waitHealthy(ctx, r.procs[2], "http://"+apiAddr+"/healthz", 30*time.Second)
 }
 
-func projectorEnv(workers int) []string {
-	if workers <= 0 {
-		return nil
+func projectorEnv(workers, partitions int) []string {
+	var env []string
+	if workers > 0 {
+		env = append(env, "FACHO_PROJECTOR_WORKERS="+strconv.Itoa(workers))
 	}
-	return []string{"FACHO_PROJECTOR_WORKERS=" + strconv.Itoa(workers)}
+	if partitions > 0 {
+		env = append(env, "FACHO_PROJECTOR_PARTITIONS="+strconv.Itoa(partitions))
+	}
+	return env
 }
 
 // configure creates the Huawei brand, its OIDs, the OLTs, a discovery

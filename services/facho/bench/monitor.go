@@ -214,16 +214,29 @@ func (m *monitor) sampleOnce(ctx context.Context) (sample, error) {
 		return s, err
 	}
 	s.lastSeq, s.bytes, s.firstSeq = si.State.LastSeq, si.State.Bytes, si.State.FirstSeq
-	cons, err := st.Consumer(qctx, streams.ConsumerProjectorVarbinds)
-	if err != nil {
-		// Not created yet: nothing committed.
-		return s, nil
+	// With partitions, committed up to the lowest of their ack floors.
+	durables := []string{streams.ConsumerProjectorVarbinds}
+	if n := m.r.cfg.ProjectorPartitions; n > 1 {
+		durables = durables[:0]
+		for i := range n {
+			durables = append(durables, streams.ConsumerProjectorVarbindsPartition(i, n))
+		}
 	}
-	ci, err := cons.Info(qctx)
-	if err != nil {
-		return s, err
+	for i, d := range durables {
+		cons, err := st.Consumer(qctx, d)
+		if err != nil {
+			// Not created yet: nothing committed.
+			s.ackFloor = 0
+			return s, nil
+		}
+		ci, err := cons.Info(qctx)
+		if err != nil {
+			return s, err
+		}
+		if i == 0 || ci.AckFloor.Stream < s.ackFloor {
+			s.ackFloor = ci.AckFloor.Stream
+		}
 	}
-	s.ackFloor = ci.AckFloor.Stream
 	if s.ackFloor < s.lastSeq {
 		if msg, err := st.GetMsg(qctx, s.ackFloor+1); err == nil {
 			s.lag = s.t.Sub(msg.Time).Seconds()

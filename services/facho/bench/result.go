@@ -36,6 +36,8 @@ type Result struct {
 	Pollers               int     `json:"pollers"`
 	Workers               int     `json:"workers_per_poller"`
 	MaxRepetitions        int     `json:"max_repetitions"`
+	Projectors            int     `json:"projectors"`
+	ProjectorPartitions   int     `json:"projector_partitions"`
 	Postgres              string  `json:"postgres"`
 	// Incomplete says why fewer cycles than asked were measured.
 	Incomplete string `json:"incomplete,omitempty"`
@@ -356,8 +358,8 @@ func (r *Result) WriteTable(w io.Writer) {
 	if r.FirstRunSpreadSeconds > 0 {
 		spread = "first runs spread over " + time.Duration(r.FirstRunSpreadSeconds*float64(time.Second)).String()
 	}
-	fmt.Fprintf(tw, "facho bench: %d OLTs x %d ONUs (%s), %d cycles every %s (%s), %d pollers x %d workers, max-repetitions %d, %d CPUs\n",
-		r.OLTs, r.ONUsPerOLT, r.Shape, r.Cycles, time.Duration(r.IntervalSeconds*float64(time.Second)), spread, r.Pollers, r.Workers, r.MaxRepetitions, r.CPUs)
+	fmt.Fprintf(tw, "facho bench: %d OLTs x %d ONUs (%s), %d cycles every %s (%s), %d pollers x %d workers, %d projectors (%d partitions), max-repetitions %d, %d CPUs\n",
+		r.OLTs, r.ONUsPerOLT, r.Shape, r.Cycles, time.Duration(r.IntervalSeconds*float64(time.Second)), spread, r.Pollers, r.Workers, r.Projectors, r.ProjectorPartitions, r.MaxRepetitions, r.CPUs)
 	if r.Incomplete != "" {
 		fmt.Fprintf(tw, "INCOMPLETE: %s\n", r.Incomplete)
 	}

@@ -28,6 +28,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	pollers := fs.Int("pollers", 2, "poller processes")
 	workers := fs.Int("workers", 4, "workers per poller (FACHO_POLLER_WORKERS)")
 	projWorkers := fs.Int("projector-workers", 0, "FACHO_PROJECTOR_WORKERS of the projector (default: its own, 2)")
+	projectors := fs.Int("projectors", 1, "projector replicas")
+	projPartitions := fs.Int("projector-partitions", 0, "FACHO_PROJECTOR_PARTITIONS of the projectors (default: the projector's, 1: one replica leads)")
 	reps := fs.Int("max-repetitions", 25, "GETBULK max-repetitions of the pollers and of the same-setting baselines")
 	baselineOLTs := fs.Int("baseline-olts", 0, "OLTs the baselines walk (default: min(olts, 50))")
 	timeout := fs.Duration("timeout", 0, "give up waiting for the cycles after this (default cycles x interval + 20m); partial figures are reported")
@@ -58,7 +60,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg := bench.Config{
 		OLTs: *olts, Shape: shape, Cycles: *cycles, Interval: *interval, Pollers: *pollers, Workers: *workers,
-		MaxRepetitions: *reps, ProjectorWorkers: *projWorkers, BaselineOLTs: *baselineOLTs, Timeout: *timeout, ProfileSeconds: *profile, ProfileDir: *profileDir, ProfileCycle: *profileCycle,
+		MaxRepetitions: *reps, ProjectorWorkers: *projWorkers, Projectors: *projectors, ProjectorPartitions: *projPartitions, BaselineOLTs: *baselineOLTs, Timeout: *timeout, ProfileSeconds: *profile, ProfileDir: *profileDir, ProfileCycle: *profileCycle,
 		FirstRunSpread: *spread,
 		DatabaseURL:    getenv("DATABASE_URL"), BinDir: *binDir, Progress: stderr, TTY: tty,
 		Log: zerolog.New(stderr).Level(zerolog.WarnLevel).With().Timestamp().Str("service", "bench").Logger(),

@@ -24,9 +24,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.DurationVar(&cfg.FetchWait, "fetch-wait", 0, "longest wait of one pull (default 1s)")
 			fs.IntVar(&cfg.Workers, "workers", env.Int("FACHO_PROJECTOR_WORKERS", 2), "transactions applying a group of varbind batches side by side, each for its share of the OLTs (1..64) (FACHO_PROJECTOR_WORKERS)")
 			fs.DurationVar(&cfg.HistoryRetention, "history-retention", env.Duration("FACHO_HISTORY_RETENTION", projector.DefaultHistoryRetention), "keep onu_history rows this long (by their time); older ones are deleted in batches every 10m by one projector; 0 keeps them forever (FACHO_HISTORY_RETENTION)")
+			fs.IntVar(&cfg.Partitions, "partitions", env.Int("FACHO_PROJECTOR_PARTITIONS", 1), "split the varbind projection's OLTs into this many partitions, led by the projector replicas in fair shares, so replicas add throughput (1..8; the same on every replica; 1: one replica leads, the others stand by) (FACHO_PROJECTOR_PARTITIONS)")
 			fs.IntVar(&cfg.GroupMessages, "group-messages", env.Int("FACHO_PROJECTOR_GROUP_MESSAGES", 256), "most varbind batches fetched and applied as one group (1..4096) (FACHO_PROJECTOR_GROUP_MESSAGES)")
 		},
-		Check: servicemain.CheckConfig(&cfg),
+		Check:   servicemain.CheckConfig(&cfg),
+		DBConns: func() int32 { return cfg.WithDefaults().DBConns() },
 		Service: func(ctx context.Context, d servicemain.Deps) error {
 			return projector.Run(ctx, cfg, projector.Deps{JS: d.JS, DB: d.DB, Log: d.Log, Registry: d.Registry})
 		},
