@@ -314,6 +314,7 @@ func (id Identity) Permissions() (Permissions, error) {
 			"$JS.API.CONSUMER.CREATE."+stream+"."+c,
 			"$JS.API.CONSUMER.CREATE."+stream+"."+c+".>",
 			"$JS.API.CONSUMER.DURABLE.CREATE."+stream+"."+c,
+			"$JS.API.CONSUMER.DELETE."+stream+"."+c,
 			"$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c,
 			"$JS.ACK."+stream+"."+c+".>",
 			"$JS.ACK.*.*."+stream+"."+c+".>",

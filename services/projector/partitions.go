@@ -337,6 +337,29 @@ func (l *varbindLoop) bind(ctx context.Context) (jetstream.Consumer, error) {
 	return cons, nil
 }
 
+// dropOtherCounts deletes the partition durables of other partition
+// counts: no replica of another count runs (joinRegime), so they are
+// left from before N changed, and would only hold their messages' state
+// on the server.
+func (l *varbindLoop) dropOtherCounts(ctx context.Context) {
+	for n := 2; n <= streams.ProjectorPartitionsMax; n++ {
+		if n == l.partitions {
+			continue
+		}
+		for i := range n {
+			name := streams.ConsumerProjectorVarbindsPartition(i, n)
+			err := l.js.DeleteConsumer(ctx, streams.StreamVarbinds, name)
+			switch {
+			case err == nil:
+				l.p.log.Info().Str(telemetry.KeyConsumer, name).Msg("deleted the durable of a former partition count")
+			case errors.Is(err, jetstream.ErrConsumerNotFound):
+			default:
+				l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, name).Msg("delete the durable of a former partition count failed")
+			}
+		}
+	}
+}
+
 // moveLogicalCheckpoint moves the projection's checkpoint to the lowest of
 // its partitions' (a partition that never led counts as 0).
 func (l *varbindLoop) moveLogicalCheckpoint(ctx context.Context) {

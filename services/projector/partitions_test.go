@@ -2,10 +2,12 @@ package projector
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/facho-olt/facho/streams"
@@ -73,6 +75,14 @@ func TestOtherPartitionCountStandsBy(t *testing.T) {
 	}
 	stopA()
 	r.eventually("the 1-partition replica leads", func() bool { return gaugeOf(t, regB, leader) == 1 })
+	r.eventually("the 2-partition durables deleted", func() bool {
+		for i := range 2 {
+			if _, err := r.js.Consumer(context.Background(), streams.StreamVarbinds, streams.ConsumerProjectorVarbindsPartition(i, 2)); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return false
+			}
+		}
+		return true
+	})
 	g.onuWalks(2, 4, 4)
 	g.wait()
 	r.waitCheckpoint(streams.ConsumerProjectorVarbinds, r.lastSeq(streams.StreamVarbinds))

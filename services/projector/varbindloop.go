@@ -143,6 +143,10 @@ func (l *varbindLoop) lead(ctx context.Context, lock *pgxpool.Conn) error {
 	if err := l.publishLeftovers(ctx); err != nil {
 		return err
 	}
+	if l.partition == 0 {
+		// After publishLeftovers: it published what they left.
+		l.dropOtherCounts(ctx)
+	}
 	// Events of the per-event outbox of earlier versions.
 	if err := l.p.outbox.flush(ctx); err != nil {
 		return fmt.Errorf("drain the old outbox: %w", err)
