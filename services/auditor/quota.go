@@ -341,8 +341,12 @@ func parseExecQuota(env streams.Envelope) (execQuotaEvent, bool, error) {
 		if err := streams.DecodeData(env, &ev); err != nil {
 			return q, false, err
 		}
-		q.execID, q.olt, q.job, q.outcome = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeSkipped
-		q.cond = `q.outcome IN ('PENDING', 'RUNNING')`
+		q.execID, q.olt, q.job, q.outcome, q.attempt = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeSkipped, ev.Attempt
+		// A skip of an attempt below the one the row last saw (a stale
+		// delivery of an earlier dispatch, read while its retry runs) is
+		// not the execution's end; one without attempt (an event from
+		// before the field) ends it whatever attempt runs.
+		q.cond = `q.outcome IN ('PENDING', 'RUNNING') AND (EXCLUDED.attempt = 0 OR q.attempt <= EXCLUDED.attempt)`
 	case streams.TypeExecutionInterrupted:
 		var ev streams.ExecutionInterrupted
 		if err := streams.DecodeData(env, &ev); err != nil {

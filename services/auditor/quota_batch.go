@@ -310,7 +310,7 @@ func (q execQuotaEvent) replaces(outcome string, attempt int32) bool {
 	case outcomeFailed:
 		return outcome != outcomeSuccess && attempt <= a
 	case outcomeSkipped:
-		return outcome == outcomePending || outcome == outcomeRunning
+		return (outcome == outcomePending || outcome == outcomeRunning) && (a == 0 || attempt <= a)
 	case outcomeInterrupted:
 		return outcome != outcomeSuccess && (attempt < a || (attempt == a && (outcome == outcomePending || outcome == outcomeRunning)))
 	}

@@ -75,7 +75,8 @@ func (g *quotaGen) wait() {
 // 5-minute and hourly), six a minute, over as many hours as that takes,
 // in every shape the quotas know: succeeded, retried, skipped, final
 // failures (in streaks of an OLT, notified at the third), interrupted,
-// the execution's events before its NodeDue, a NodeDue redelivered with
+// the execution's events before its NodeDue, a late skip of attempt 1
+// while its retry runs (then interrupted), a NodeDue redelivered with
 // another time (its execution moves to another hour), redelivered and
 // stale events, aborted, malformed and misrouted events; now and then an
 // OLT deleted, an OLT_DISABLED audit event (both interrupt the OLT's
@@ -130,11 +131,19 @@ func (g *quotaGen) execs(from, to int) {
 			g.pub(dueSubject, at, due)
 			started(1)
 			failed(1, false)
-		case 4:
+		case 4: // interrupted; every other one in its retry, after a late skip of attempt 1
 			g.pub(dueSubject, at, due)
 			started(1)
+			a := 1
+			if i%20 == 14 {
+				failed(1, true)
+				started(2)
+				g.pub(streams.SubjectExec(olt, streams.PhaseSkipped), at.Add(2*time.Second), streams.ExecutionSkipped{ExecutionID: id, JobID: task.job, OLTID: olt,
+					PollerID: "p2", Attempt: 1, ScheduledAt: at, SkippedAt: at.Add(2 * time.Second), Reason: "stale"})
+				a = 2
+			}
 			g.pub(streams.SubjectExec(olt, streams.PhaseInterrupted), at.Add(4*time.Second), streams.ExecutionInterrupted{ExecutionID: id, JobID: task.job, OLTID: olt,
-				PollerID: "p1", Attempt: 1, LeaseRevision: uint64(i + 1), StartedAt: at.Add(time.Second), InterruptedAt: at.Add(4 * time.Second),
+				PollerID: "p1", Attempt: a, LeaseRevision: uint64(i + a), StartedAt: at.Add(time.Second), InterruptedAt: at.Add(4 * time.Second),
 				DetectedBy: "planner", Reason: "lease expired"})
 		case 5: // the execution's events before its NodeDue
 			started(1)
@@ -289,6 +298,7 @@ func checkQuotaShapes(t *testing.T, db *pgxpool.Pool) {
 	for q, min := range map[string]int64{
 		`SELECT count(*) FROM quota_tracker WHERE quota_skipped > 0 AND quota_failed > 0 AND quota_pending > 0`: 10,
 		`SELECT count(*) FROM quota_executions WHERE outcome = 'INTERRUPTED'`:                                   10,
+		`SELECT count(*) FROM quota_executions WHERE outcome = 'INTERRUPTED' AND attempt = 2`:                   5,
 		`SELECT count(*) FROM quota_interruptions`:                                                              2,
 		`SELECT count(*) FROM failure_streaks WHERE consecutive_failures > 0`:                                   1,
 		`SELECT count(*) FROM quota_watermarks`:                                                                 4,
