@@ -584,8 +584,28 @@ func (ex *execution) publishVarbinds(ctx context.Context, n int, b streams.Varbi
 	subject := streams.SubjectVarbinds(ex.node.OLTID)
 	// The client copies the message before Publish returns, so the
 	// encoder's buffer is reused for the next batch.
-	if _, err := ex.p.js.Publish(ctx, subject, ex.enc.encode(id, ex.p.cfg.Source, time.Now(), b), jetstream.WithMsgID(id)); err != nil {
-		return fmt.Errorf("publish %s on %s: %w", b.EventType(), subject, err)
+	data := ex.enc.encode(id, ex.p.cfg.Source, time.Now(), b)
+	// Each try is bounded on its own: with ctx's deadline alone (the node
+	// timeout, minutes) a PubAck lost while nats-server restarts would hold
+	// the execution, and its OLT's lease, that long. A try again is safe:
+	// the msg id makes the stream drop a copy.
+	for try := 1; ; try++ {
+		pctx, cancel := context.WithTimeout(ctx, batchPublishTimeout)
+		_, err := ex.p.js.Publish(pctx, subject, data, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || try == batchPublishTries {
+			return fmt.Errorf("publish %s on %s (try %d): %w", b.EventType(), subject, try, err)
+		}
+		ex.log.Warn().Err(err).Int("batch", n).Int("try", try).Msg("publish varbind batch failed; trying again")
 	}
-	return nil
 }
+
+// batchPublishTimeout bounds one try of a varbind batch's publish, and
+// batchPublishTries the tries.
+const (
+	batchPublishTimeout = 5 * time.Second
+	batchPublishTries   = 3
+)
