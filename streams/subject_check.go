@@ -184,8 +184,14 @@ func DecodeOn[T Event](subject string, b []byte) (Envelope, T, error) {
 	if err != nil {
 		return env, payload, err
 	}
-	if err := CheckSubjectWith(subject, env, func(name string) (string, bool) { return payloadField(payload, name) }); err != nil {
+	if err := CheckSubjectOf(subject, env, payload); err != nil {
 		return env, payload, err
 	}
 	return env, payload, nil
+}
+
+// CheckSubjectOf is CheckSubjectWith answering the subject's fields from
+// payload, the event env's data was decoded into (payloadField).
+func CheckSubjectOf(subject string, env Envelope, payload any) error {
+	return CheckSubjectWith(subject, env, func(name string) (string, bool) { return payloadField(payload, name) })
 }

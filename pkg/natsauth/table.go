@@ -219,6 +219,20 @@ func partitionDurables() map[string]string {
 	return m
 }
 
+// createdDurableSubjects are the API subjects of a durable its owner
+// creates itself: granted to the owner, denied to everyone else.
+func createdDurableSubjects(stream, c string) []string {
+	return []string{
+		"$JS.API.CONSUMER.CREATE." + stream + "." + c,
+		"$JS.API.CONSUMER.CREATE." + stream + "." + c + ".>",
+		"$JS.API.CONSUMER.DURABLE.CREATE." + stream + "." + c,
+		"$JS.API.CONSUMER.DELETE." + stream + "." + c,
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + "." + c,
+		"$JS.ACK." + stream + "." + c + ".>",
+		"$JS.ACK.*.*." + stream + "." + c + ".>",
+	}
+}
+
 func partitionDurableNames() []string { return sortedKeys(partitionDurables()) }
 
 func sortedKeys(m map[string]string) []string {
@@ -310,31 +324,14 @@ func (id Identity) Permissions() (Permissions, error) {
 			return Permissions{}, fmt.Errorf("identity %s: durable %q is not one a service creates", id.Name, c)
 		}
 		ownCreated[c] = true
-		pub(
-			"$JS.API.CONSUMER.CREATE."+stream+"."+c,
-			"$JS.API.CONSUMER.CREATE."+stream+"."+c+".>",
-			"$JS.API.CONSUMER.DURABLE.CREATE."+stream+"."+c,
-			"$JS.API.CONSUMER.DELETE."+stream+"."+c,
-			"$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c,
-			"$JS.ACK."+stream+"."+c+".>",
-			"$JS.ACK.*.*."+stream+"."+c+".>",
-		)
+		pub(createdDurableSubjects(stream, c)...)
 	}
 	deny(deniedToServices()...)
 	for _, c := range sortedKeys(created) {
 		if ownCreated[c] {
 			continue
 		}
-		stream := created[c]
-		deny(
-			"$JS.API.CONSUMER.CREATE."+stream+"."+c,
-			"$JS.API.CONSUMER.CREATE."+stream+"."+c+".>",
-			"$JS.API.CONSUMER.DURABLE.CREATE."+stream+"."+c,
-			"$JS.API.CONSUMER.DELETE."+stream+"."+c,
-			"$JS.API.CONSUMER.MSG.NEXT."+stream+"."+c,
-			"$JS.ACK."+stream+"."+c+".>",
-			"$JS.ACK.*.*."+stream+"."+c+".>",
-		)
+		deny(createdDurableSubjects(created[c], c)...)
 	}
 	// Durable consumers are the provisioner's: nobody else creates,
 	// changes or deletes them, and only the owner reads from them.

@@ -3,7 +3,6 @@ package projection
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -57,7 +56,7 @@ func DecodeOn[T streams.Event](subject string, b []byte) (streams.Envelope, T, e
 			return env, payload, fmt.Errorf("%w: %s: %v", streams.ErrMalformed, e.Type, err)
 		}
 	}
-	if err := streams.CheckSubjectWith(subject, env, func(name string) (string, bool) { return stringField(payload, name) }); err != nil {
+	if err := streams.CheckSubjectOf(subject, env, payload); err != nil {
 		return env, payload, err
 	}
 	return env, payload, nil
@@ -80,22 +79,4 @@ func hasNullData(b []byte) bool {
 		}
 	}
 	return found
-}
-
-// stringField is the payload's top-level string field with JSON name
-// name (streams' subject check reads the same key from the data).
-func stringField(payload any, name string) (string, bool) {
-	v := reflect.ValueOf(payload)
-	if v.Kind() != reflect.Struct {
-		return "", false
-	}
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if tag == name && f.IsExported() && !f.Anonymous && f.Type.Kind() == reflect.String {
-			return v.Field(i).String(), true
-		}
-	}
-	return "", false
 }

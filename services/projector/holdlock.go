@@ -46,12 +46,18 @@ func holdLock(ctx context.Context, db *pgxpool.Pool, key int64, what string, pol
 			return ctx.Err()
 		}
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
-			conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
-		}
-	}()
+	defer unlockAdvisory(ctx, conn, `SELECT pg_advisory_unlock($1)`, key)
 	return fn(conn)
+}
+
+// unlockAdvisory releases a session advisory lock with unlock (the
+// exclusive or the shared form), even after ctx ended; a connection that
+// cannot release it is closed, which ends the lock with its session, so a
+// pooled connection never keeps it.
+func unlockAdvisory(ctx context.Context, conn *pgxpool.Conn, unlock string, key int64) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(uctx, unlock, key); err != nil {
+		conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
+	}
 }

@@ -74,11 +74,7 @@ func (p *projector) joinRegime(ctx context.Context, n int) (leave func(), err er
 		if err == nil && joined {
 			p.log.Info().Int("partitions", n).Msg("joined the varbind projection's replicas")
 			return func() {
-				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				defer cancel()
-				if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock_shared($1)`, regimeKey(n)); err != nil {
-					conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
-				}
+				unlockAdvisory(ctx, conn, `SELECT pg_advisory_unlock_shared($1)`, regimeKey(n))
 				conn.Release()
 			}, nil
 		}
@@ -121,13 +117,7 @@ func tryJoin(ctx context.Context, conn *pgxpool.Conn, n int, others []int64) (bo
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, regimeCheckKey); err != nil {
 		return false, fmt.Errorf("take the partition count check lock: %w", err)
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, regimeCheckKey); err != nil {
-			conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
-		}
-	}()
+	defer unlockAdvisory(ctx, conn, `SELECT pg_advisory_unlock($1)`, regimeCheckKey)
 	var running int
 	if err := conn.QueryRow(ctx, heldAdvisory, others).Scan(&running); err != nil {
 		return false, fmt.Errorf("look for replicas of another partition count: %w", err)
@@ -267,13 +257,7 @@ func (p *projector) leadPartition(ctx context.Context, b *balance, i int, durabl
 	if !got {
 		return errNotHeld
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
-			conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
-		}
-	}()
+	defer unlockAdvisory(ctx, conn, `SELECT pg_advisory_unlock($1)`, key)
 	l := &varbindLoop{p: p, js: p.js, db: p.db, consumer: durable, logical: streams.ConsumerProjectorVarbinds,
 		partition: i, partitions: b.n, health: projection.Health(p.db)}
 	var lastAsk time.Time

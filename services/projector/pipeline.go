@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -138,7 +139,7 @@ func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jet
 				if gctx.Err() != nil {
 					return nil
 				}
-				return errLockLost{err}
+				return fmt.Errorf("lock connection lost: %w", err)
 			}
 			items, seen, err := l.fetch(gctx, cons)
 			if err != nil {
@@ -172,11 +173,6 @@ func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jet
 	}
 	return nil
 }
-
-type errLockLost struct{ err error }
-
-func (e errLockLost) Error() string { return "lock connection lost: " + e.err.Error() }
-func (e errLockLost) Unwrap() error { return e.err }
 
 // work is one worker: it applies what its queue holds, one transaction at
 // a time, until the queue closes or ctx ends.

@@ -120,13 +120,7 @@ func (l *varbindLoop) holdAndLead(ctx context.Context) error {
 		if !joined {
 			return errOtherPartitionCount
 		}
-		defer func() {
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock_shared($1)`, regimeKey(1)); err != nil {
-				conn.Conn().Close(uctx) //nolint:errcheck // the lock ends with the session
-			}
-		}()
+		defer unlockAdvisory(ctx, conn, `SELECT pg_advisory_unlock_shared($1)`, regimeKey(1))
 		l.p.metrics.varbindLeader.Inc()
 		defer l.p.metrics.varbindLeader.Dec()
 		return l.lead(ctx, conn)
