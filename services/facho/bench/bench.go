@@ -67,6 +67,13 @@ type Config struct {
 	// runs are spread over the interval as in production (the lateness an
 	// operator sees).
 	FirstRunSpread time.Duration
+	// BurstEveryCycle makes every cycle fall due together, not only the
+	// first: when a cycle is walked and committed, the bench disables and
+	// enables the two jobs, so every node starts over and runs now. Without
+	// it the runs of cycles 2..K are as spread as the previous cycle's ends
+	// (next run = end + interval, seed 003) and a steady cycle measures the
+	// load the fleet offers, not the pipeline's capacity.
+	BurstEveryCycle bool
 	// BaselineOLTs is how many OLTs the baselines walk (the first ones).
 	BaselineOLTs int
 	// Timeout bounds the measured cycles (after it: partial results).
@@ -158,6 +165,9 @@ func (c Config) Validate() error {
 	if c.ProfileCycle < 1 || c.ProfileCycle > c.Cycles {
 		errs = append(errs, fmt.Errorf("profile cycle %d: want 1..cycles (%d)", c.ProfileCycle, c.Cycles))
 	}
+	if c.BurstEveryCycle && c.FirstRunSpread > 0 {
+		errs = append(errs, fmt.Errorf("burst-every-cycle with first-run-spread %s: the spread would spread the bursts; want a negative spread", c.FirstRunSpread))
+	}
 	if c.ProfileSeconds < 0 || c.ProfileSeconds > 50 {
 		errs = append(errs, fmt.Errorf("profile seconds %d: want 0..50", c.ProfileSeconds))
 	}
@@ -216,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (r *run) run(ctx context.Context) (*Result, error) {
 	cfg := r.cfg
 	res := &Result{Started: time.Now().UTC(), OLTs: cfg.OLTs, Shape: shapeText(cfg.Shape), ONUsPerOLT: shapeONUs(cfg.Shape),
-		Cycles: cfg.Cycles, IntervalSeconds: cfg.Interval.Seconds(), FirstRunSpreadSeconds: cfg.FirstRunSpread.Seconds(), Pollers: cfg.Pollers, Workers: cfg.Workers, MaxRepetitions: cfg.MaxRepetitions,
+		Cycles: cfg.Cycles, IntervalSeconds: cfg.Interval.Seconds(), FirstRunSpreadSeconds: cfg.FirstRunSpread.Seconds(), BurstEveryCycle: cfg.BurstEveryCycle, Pollers: cfg.Pollers, Workers: cfg.Workers, MaxRepetitions: cfg.MaxRepetitions,
 		Projectors: max(cfg.Projectors, 1), ProjectorPartitions: max(cfg.ProjectorPartitions, 1)}
 	if host, err := os.Hostname(); err == nil {
 		res.Host = host
@@ -266,7 +276,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	client := &devstack.Client{BaseURL: "http://" + apiAddr, Token: r.token}
-	m := &monitor{r: r, res: res}
+	m := &monitor{r: r, res: res, api: client}
 	stopSampler := m.startSampler(ctx)
 	defer stopSampler()
 	if err := r.configure(ctx, client); err != nil {
@@ -560,7 +570,7 @@ func (r *run) configure(ctx context.Context, c *devstack.Client) error {
 		return fmt.Errorf("create olts: %w", err)
 	}
 	interval := int(r.cfg.Interval / time.Second)
-	jobs := []map[string]any{
+	jobs := []map[string]any{ // the ids are benchJobs
 		{"id": "bench-discovery", "name": "ONU discovery", "brand_id": "huawei", "kind": "discovery", "oid_ids": oidIDs, "interval_seconds": interval, "max_retries": 3, "retry_delay_seconds": 120, "priority": 90, "enabled": true},
 		{"id": "bench-optical", "name": "Optical GET", "brand_id": "huawei", "kind": "get", "oid_ids": []string{"hw-ont-rx-power"}, "interval_seconds": interval, "max_retries": 2, "retry_delay_seconds": 60, "priority": 40, "enabled": true},
 	}
@@ -573,6 +583,23 @@ func (r *run) configure(ctx context.Context, c *devstack.Client) error {
 		})
 		if err != nil {
 			return fmt.Errorf("assign job %s: %w", job["id"], err)
+		}
+	}
+	return nil
+}
+
+// benchJobs are the jobs configure creates.
+var benchJobs = []string{"bench-discovery", "bench-optical"}
+
+// realign disables and enables every bench job: each node starts over
+// (a new plannable-since) and, with the bench's -first-run-spread
+// negative and -first-run-delay 3s, the whole fleet falls due together.
+func realign(ctx context.Context, c *devstack.Client) error {
+	for _, action := range []string{"disable", "enable"} {
+		for _, id := range benchJobs {
+			if err := c.Do(ctx, http.MethodPost, "/api/v1/jobs/"+id+"/"+action, nil, nil); err != nil {
+				return fmt.Errorf("%s job %s: %w", action, id, err)
+			}
 		}
 	}
 	return nil

@@ -21,7 +21,9 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // A tiny fleet through the whole bench, so the command cannot rot: the
 // figures are printed, not asserted; what is checked is that a cycle was
-// measured, the JSON has its keys, and nothing is left behind.
+// measured, the JSON has its keys, and nothing is left behind. Two cycles
+// with BurstEveryCycle: the second falls due together because the bench
+// disabled and enabled the jobs once the first was committed.
 func TestBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the service binaries")
@@ -32,7 +34,7 @@ func TestBenchSmoke(t *testing.T) {
 	before := leftovers(t, ctx, server)
 	var progress bytes.Buffer
 	res, err := Run(ctx, Config{
-		OLTs: 2, Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 8}, Cycles: 1, Interval: 10 * time.Second,
+		OLTs: 2, Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 8}, Cycles: 2, Interval: time.Minute, BurstEveryCycle: true,
 		BaselineOLTs: 1, ProfileSeconds: 1, DatabaseURL: server, Progress: &progress, Log: zerolog.Nop(),
 		Timeout: 2 * time.Minute,
 	})
@@ -42,8 +44,18 @@ func TestBenchSmoke(t *testing.T) {
 	var table bytes.Buffer
 	res.WriteTable(&table)
 	t.Logf("\n%s", table.String())
-	if res.Incomplete != "" || len(res.PerCycle) != 1 || res.Varbinds == 0 {
-		t.Errorf("no complete cycle measured: %+v", res)
+	if res.Incomplete != "" || len(res.PerCycle) != 2 || res.Varbinds == 0 {
+		t.Fatalf("not 2 complete cycles measured: %+v", res)
+	}
+	// Cycle 2 counts as fallen due together only when the bench re-enabled
+	// the jobs before its natural runs (end + 1 minute) started.
+	for _, c := range res.PerCycle {
+		if !c.FellDueTogether {
+			t.Errorf("cycle %d did not fall due together", c.Cycle)
+		}
+	}
+	if res.PerCycle[1].EndToEndSeconds <= 0 {
+		t.Errorf("cycle 2 has no end-to-end time: %+v", res.PerCycle[1])
 	}
 	var js bytes.Buffer
 	if err := res.WriteJSON(&js); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -42,6 +43,10 @@ type execRow struct {
 type monitor struct {
 	r   *run
 	res *Result
+	api *devstack.Client
+	// realigned[k]: the jobs were disabled and enabled after cycle k, so
+	// cycle k+1 fell due together (BurstEveryCycle).
+	realigned map[int]bool
 
 	mu      sync.Mutex
 	samples []sample
@@ -114,6 +119,11 @@ func (m *monitor) measure(ctx context.Context, configured time.Time, stopSampler
 			}
 		}
 		last := m.lastSample()
+		if cfg.BurstEveryCycle {
+			if err := m.realignAfterCommitted(ctx, win, last, expected); err != nil {
+				return err
+			}
+		}
 		// Done when every cycle is walked and the projector has committed
 		// everything published until the last walk of the last cycle
 		// ended (later cycles keep publishing: they are not waited for).
@@ -151,6 +161,37 @@ func (m *monitor) measure(ctx context.Context, configured time.Time, stopSampler
 		return err
 	}
 	m.summariseProfile(ctx)
+	return nil
+}
+
+// realignAfterCommitted makes the next cycle fall due together once a
+// cycle is walked and the projector has committed everything published
+// until its last walk ended (so the next cycle's figures hold its own work
+// only). A cycle whose next one already started (the interval shorter than
+// the cycle) is left as it is: its successor is not counted as a burst.
+func (m *monitor) realignAfterCommitted(ctx context.Context, win map[int]*window, last sample, expected int) error {
+	if m.realigned == nil {
+		m.realigned = map[int]bool{}
+	}
+	for k := 1; k < m.r.cfg.Cycles; k++ {
+		w := win[k]
+		if m.realigned[k] || w == nil || w.terminal < expected || w.open > 0 {
+			continue
+		}
+		if win[k+1] != nil {
+			m.realigned[k] = false
+			continue
+		}
+		if target, ok := m.seqAt(w.end); !ok || last.ackFloor < target {
+			return nil
+		}
+		m.r.progress.line(fmt.Sprintf("cycle %d walked and committed: disabling and enabling the jobs, cycle %d falls due together", k, k+1))
+		if err := realign(ctx, m.api); err != nil {
+			return fmt.Errorf("realign cycle %d: %w", k+1, err)
+		}
+		m.realigned[k] = true
+		return nil
+	}
 	return nil
 }
 

@@ -33,12 +33,15 @@ type Result struct {
 	// FirstRunSpreadSeconds is the planner's first-run spread (negative:
 	// the fleet fell due together).
 	FirstRunSpreadSeconds float64 `json:"first_run_spread_seconds"`
-	Pollers               int     `json:"pollers"`
-	Workers               int     `json:"workers_per_poller"`
-	MaxRepetitions        int     `json:"max_repetitions"`
-	Projectors            int     `json:"projectors"`
-	ProjectorPartitions   int     `json:"projector_partitions"`
-	Postgres              string  `json:"postgres"`
+	// BurstEveryCycle: every cycle fell due together (the jobs disabled
+	// and enabled between cycles), so steady cycles measure capacity.
+	BurstEveryCycle     bool   `json:"burst_every_cycle,omitempty"`
+	Pollers             int    `json:"pollers"`
+	Workers             int    `json:"workers_per_poller"`
+	MaxRepetitions      int    `json:"max_repetitions"`
+	Projectors          int    `json:"projectors"`
+	ProjectorPartitions int    `json:"projector_partitions"`
+	Postgres            string `json:"postgres"`
 	// Incomplete says why fewer cycles than asked were measured.
 	Incomplete string `json:"incomplete,omitempty"`
 
@@ -81,6 +84,10 @@ type Cycle struct {
 	EndToEndVarbindsPerS float64 `json:"end_to_end_varbinds_per_s"`
 	LatenessP50Seconds   float64 `json:"lateness_p50_seconds"`
 	LatenessP99Seconds   float64 `json:"lateness_p99_seconds"`
+	// FellDueTogether: every node of the cycle was due at the same moment
+	// (cycle 1 with a negative first-run spread; later cycles with
+	// BurstEveryCycle), so the cycle measures capacity, not offered load.
+	FellDueTogether bool `json:"fell_due_together"`
 	// Jobs: how long each job's executions of the cycle ran.
 	Jobs []JobDurations `json:"jobs,omitempty"`
 	// CPUSeconds: what every process but the simulator used from the
@@ -142,7 +149,8 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 		if w == nil || w.start.IsZero() || w.end.IsZero() {
 			continue
 		}
-		c := Cycle{Cycle: k, Executions: w.terminal + w.open, Varbinds: w.varbinds, WalkSeconds: w.end.Sub(w.start).Seconds()}
+		c := Cycle{Cycle: k, Executions: w.terminal + w.open, Varbinds: w.varbinds, WalkSeconds: w.end.Sub(w.start).Seconds(),
+			FellDueTogether: (k == 1 && m.r.cfg.FirstRunSpread < 0) || m.realigned[k-1]}
 		// Committed: the first sample whose ack floor reaches the stream's
 		// last sequence as it was when the last walk of the cycle ended.
 		var target uint64
@@ -354,7 +362,10 @@ func (r *Result) WriteJSON(w io.Writer) error {
 // WriteTable prints the result as tables.
 func (r *Result) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	spread := "runs fall due together"
+	spread := "first runs fall due together"
+	if r.BurstEveryCycle {
+		spread = "every cycle falls due together: jobs disabled and enabled between cycles"
+	}
 	if r.FirstRunSpreadSeconds > 0 {
 		spread = "first runs spread over " + time.Duration(r.FirstRunSpreadSeconds*float64(time.Second)).String()
 	}
@@ -378,9 +389,13 @@ func (r *Result) WriteTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "cycle\texecutions\tvarbinds\twalk s\tend-to-end s\twalk vb/s\te2e vb/s\tlate p50 s\tlate p99 s\tCPU s\tvb per CPU-s")
+	fmt.Fprintln(tw, "cycle\tdue\texecutions\tvarbinds\twalk s\tend-to-end s\twalk vb/s\te2e vb/s\tlate p50 s\tlate p99 s\tCPU s\tvb per CPU-s")
 	for _, c := range r.PerCycle {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%.0f\n", c.Cycle, c.Executions, c.Varbinds, c.WalkSeconds, c.EndToEndSeconds, c.WalkVarbindsPerS, c.EndToEndVarbindsPerS, c.LatenessP50Seconds, c.LatenessP99Seconds, c.CPUSeconds, c.VarbindsPerCPUSecond)
+		due := "spread"
+		if c.FellDueTogether {
+			due = "together"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%.0f\n", c.Cycle, due, c.Executions, c.Varbinds, c.WalkSeconds, c.EndToEndSeconds, c.WalkVarbindsPerS, c.EndToEndVarbindsPerS, c.LatenessP50Seconds, c.LatenessP99Seconds, c.CPUSeconds, c.VarbindsPerCPUSecond)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
