@@ -3,6 +3,7 @@ package projection
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -20,17 +21,38 @@ import (
 // they could tell apart, an envelope with two "data" keys, is not one a
 // Facho publisher writes.
 func DecodeOn[T streams.Event](subject string, b []byte) (streams.Envelope, T, error) {
-	var e struct {
-		ID      string    `json:"id"`
-		Type    string    `json:"type"`
-		Version int       `json:"version"`
-		Time    time.Time `json:"time"`
-		Source  string    `json:"source"`
-		// A pointer: absent (or null) data is told from empty data.
-		Data *T `json:"data"`
+	return DecodeOnWith[T](nil, subject, b)
+}
+
+// onEnvelope is an envelope with its data as T, as DecodeOn parses it.
+type onEnvelope[T any] struct {
+	ID      string    `json:"id"`
+	Type    string    `json:"type"`
+	Version int       `json:"version"`
+	Time    time.Time `json:"time"`
+	Source  string    `json:"source"`
+	// A pointer: absent (or null) data is told from empty data.
+	Data *T `json:"data"`
+}
+
+// DecodeOnWith is DecodeOn with the plans of d (nil: encoding/json alone):
+// a message in the subset d's plans decode (Decoders) is parsed without
+// encoding/json, which parses the others; either way it is accepted or
+// refused as DecodeOn does, with the same payload.
+func DecodeOnWith[T streams.Event](d *Decoders, subject string, b []byte) (streams.Envelope, T, error) {
+	var e onEnvelope[T]
+	var err error
+	if d == nil || !d.decodeFast(b, reflect.ValueOf(&e).Elem()) {
+		e = onEnvelope[T]{}
+		err = json.Unmarshal(b, &e)
 	}
+	return checkOn(d, subject, b, e, err)
+}
+
+// checkOn is the rest of DecodeOn once the message is parsed (err: the
+// parse error; d: the plans, nil: none).
+func checkOn[T streams.Event](d *Decoders, subject string, b []byte, e onEnvelope[T], err error) (streams.Envelope, T, error) {
 	var payload T
-	err := json.Unmarshal(b, &e)
 	env := streams.Envelope{ID: e.ID, Type: e.Type, Version: e.Version, Time: e.Time, Source: e.Source}
 	if e.Data != nil {
 		payload = *e.Data
@@ -56,7 +78,14 @@ func DecodeOn[T streams.Event](subject string, b []byte) (streams.Envelope, T, e
 			return env, payload, fmt.Errorf("%w: %s: %v", streams.ErrMalformed, e.Type, err)
 		}
 	}
-	if err := streams.CheckSubjectOf(subject, env, payload); err != nil {
+	if d != nil {
+		// CheckSubjectOf, its payload fields found once per type.
+		pv := reflect.ValueOf(&payload).Elem()
+		err = streams.CheckSubjectWith(subject, env, func(name string) (string, bool) { return d.payloadField(pv, name) })
+	} else {
+		err = streams.CheckSubjectOf(subject, env, payload)
+	}
+	if err != nil {
 		return env, payload, err
 	}
 	return env, payload, nil

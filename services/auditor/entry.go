@@ -121,32 +121,32 @@ func interruptedEntry(at time.Time, ev streams.ExecutionInterrupted) Entry {
 // caller then takes the general path, which says how the live decoder
 // counts it (refused, or ignored: a type the log does not know). What
 // this accepts, that path accepts with the same entry.
-func fromExecOn(subject string, data []byte) (Entry, bool) {
+func fromExecOn(d *projection.Decoders, subject string, data []byte) (Entry, bool) {
 	var (
 		e   Entry
 		err error
 	)
 	switch subject[strings.LastIndexByte(subject, '.')+1:] {
 	case streams.PhaseStarted:
-		e, err = execEntryOn(subject, data, startedEntry)
+		e, err = execEntryOn(d, subject, data, startedEntry)
 	case streams.PhaseSucceeded:
-		e, err = execEntryOn(subject, data, succeededEntry)
+		e, err = execEntryOn(d, subject, data, succeededEntry)
 	case streams.PhaseFailed:
-		e, err = execEntryOn(subject, data, failedEntry)
+		e, err = execEntryOn(d, subject, data, failedEntry)
 	case streams.PhaseSkipped:
-		e, err = execEntryOn(subject, data, skippedEntry)
+		e, err = execEntryOn(d, subject, data, skippedEntry)
 	case streams.PhaseAborted:
-		e, err = execEntryOn(subject, data, abortedEntry)
+		e, err = execEntryOn(d, subject, data, abortedEntry)
 	case streams.PhaseInterrupted:
-		e, err = execEntryOn(subject, data, interruptedEntry)
+		e, err = execEntryOn(d, subject, data, interruptedEntry)
 	default:
 		return e, false
 	}
 	return e, err == nil
 }
 
-func execEntryOn[T streams.Event](subject string, data []byte, of func(time.Time, T) Entry) (Entry, error) {
-	env, ev, err := projection.DecodeOn[T](subject, data)
+func execEntryOn[T streams.Event](d *projection.Decoders, subject string, data []byte, of func(time.Time, T) Entry) (Entry, error) {
+	env, ev, err := projection.DecodeOnWith[T](d, subject, data)
 	if err != nil {
 		return Entry{}, err
 	}

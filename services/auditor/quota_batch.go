@@ -357,7 +357,7 @@ const quotaDecodeChunk = 1000
 // (decoding is most of the run's CPU, and the quota sources are applied
 // one run at a time), the results kept in stream order.
 func decodeQuotaRun(msgs []jsrouter.Msg, parse func(streams.Envelope) (quotaEvent, func(string) (string, bool), error),
-	fast func(jsrouter.Msg) (quotaEvent, bool)) ([]quotaEvent, []string, projection.BatchResult, error) {
+	fast func(*projection.Decoders, jsrouter.Msg) (quotaEvent, bool)) ([]quotaEvent, []string, projection.BatchResult, error) {
 	n := min(runtime.GOMAXPROCS(0), len(msgs)/quotaDecodeChunk)
 	if n < 2 {
 		return decodeQuotaChunk(msgs, parse, fast)
@@ -397,14 +397,15 @@ func decodeQuotaRun(msgs []jsrouter.Msg, parse func(streams.Envelope) (quotaEven
 
 // decodeQuotaChunk is decodeQuotaRun of one chunk, on one core.
 func decodeQuotaChunk(msgs []jsrouter.Msg, parse func(streams.Envelope) (quotaEvent, func(string) (string, bool), error),
-	fast func(jsrouter.Msg) (quotaEvent, bool)) ([]quotaEvent, []string, projection.BatchResult, error) {
+	fast func(*projection.Decoders, jsrouter.Msg) (quotaEvent, bool)) ([]quotaEvent, []string, projection.BatchResult, error) {
 	var res projection.BatchResult
 	evs := make([]quotaEvent, 0, len(msgs))
 	var ids []string
+	dec := projection.NewDecoders()
 	for _, m := range msgs {
 		ev, ok := quotaEvent{}, false
 		if fast != nil {
-			ev, ok = fast(m)
+			ev, ok = fast(dec, m)
 		}
 		if !ok {
 			env, err := streams.DecodeEnvelope(m.Data)
@@ -446,8 +447,8 @@ func decodeQuotaChunk(msgs []jsrouter.Msg, parse func(streams.Envelope) (quotaEv
 // ok only for a NodeDue the general path takes as it is (the same
 // payload, its subject checked); anything else goes down that path,
 // which decides as the live decoder does (it checks no version, for one).
-func nodeDueOn(m jsrouter.Msg) (quotaEvent, bool) {
-	env, nd, err := projection.DecodeOn[streams.NodeDue](m.Subject, m.Data)
+func nodeDueOn(d *projection.Decoders, m jsrouter.Msg) (quotaEvent, bool) {
+	env, nd, err := projection.DecodeOnWith[streams.NodeDue](d, m.Subject, m.Data)
 	if err != nil || nd.ScheduledAt.IsZero() { // parseNodeDue's own refusal
 		return quotaEvent{}, false
 	}

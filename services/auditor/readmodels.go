@@ -71,12 +71,13 @@ func ReadModels(cfg Config, log zerolog.Logger, now func() time.Time) ([]project
 // and malformed messages, inserted with one COPY (copyMany). fast, when
 // set, makes the entry of a message in one pass with its subject checked
 // (false: the general path decides).
-func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error), fast func(subject string, data []byte) (Entry, bool)) projection.BatchApplier {
+func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error), fast func(d *projection.Decoders, subject string, data []byte) (Entry, bool)) projection.BatchApplier {
 	return func(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
 		var res projection.BatchResult
 		entries := make([]Entry, 0, len(msgs))
 		details := make([][]byte, 0, len(msgs))
 		var buf []byte // the details of the run, one after the other
+		dec := projection.NewDecoders()
 		add := func(m jsrouter.Msg, e Entry) {
 			e.SourceStream, e.SourceSeq = m.Stream, m.Seq
 			e = sanitize(e)
@@ -91,7 +92,7 @@ func (a *auditor) logBatch(toEntry func(streams.Envelope) (Entry, error), fast f
 		}
 		for _, m := range msgs {
 			if fast != nil {
-				if e, ok := fast(m.Subject, m.Data); ok {
+				if e, ok := fast(dec, m.Subject, m.Data); ok {
 					add(m, e)
 					continue
 				}

@@ -230,29 +230,29 @@ func interruptedEvent(e streams.ExecutionInterrupted) execEvent {
 // the subject names no phase. Either that or an error sends the message
 // down the general path (decodeExecEnv), which refuses or accepts it as
 // the live decoder does; what this accepts, that path accepts the same.
-func decodeExecOn(subject string, data []byte) (ev execEvent, ok bool, err error) {
+func decodeExecOn(d *projection.Decoders, subject string, data []byte) (ev execEvent, ok bool, err error) {
 	phase := subject[strings.LastIndexByte(subject, '.')+1:]
 	switch phase {
 	case streams.PhaseStarted:
-		ev, err = decodeExecOnAs(subject, data, startedEvent)
+		ev, err = decodeExecOnAs(d, subject, data, startedEvent)
 	case streams.PhaseSucceeded:
-		ev, err = decodeExecOnAs(subject, data, succeededEvent)
+		ev, err = decodeExecOnAs(d, subject, data, succeededEvent)
 	case streams.PhaseFailed:
-		ev, err = decodeExecOnAs(subject, data, failedEvent)
+		ev, err = decodeExecOnAs(d, subject, data, failedEvent)
 	case streams.PhaseSkipped:
-		ev, err = decodeExecOnAs(subject, data, skippedEvent)
+		ev, err = decodeExecOnAs(d, subject, data, skippedEvent)
 	case streams.PhaseAborted:
-		ev, err = decodeExecOnAs(subject, data, abortedEvent)
+		ev, err = decodeExecOnAs(d, subject, data, abortedEvent)
 	case streams.PhaseInterrupted:
-		ev, err = decodeExecOnAs(subject, data, interruptedEvent)
+		ev, err = decodeExecOnAs(d, subject, data, interruptedEvent)
 	default:
 		return ev, false, nil
 	}
 	return ev, true, err
 }
 
-func decodeExecOnAs[T streams.Event](subject string, data []byte, of func(T) execEvent) (execEvent, error) {
-	env, e, err := projection.DecodeOn[T](subject, data)
+func decodeExecOnAs[T streams.Event](d *projection.Decoders, subject string, data []byte, of func(T) execEvent) (execEvent, error) {
+	env, e, err := projection.DecodeOnWith[T](d, subject, data)
 	if err != nil {
 		return execEvent{}, err
 	}
@@ -465,8 +465,9 @@ type due struct {
 func decodeDues(msgs []jsrouter.Msg) ([]due, projection.BatchResult, error) {
 	var res projection.BatchResult
 	out := make([]due, 0, len(msgs))
+	dec := projection.NewDecoders()
 	for _, m := range msgs {
-		_, n, err := projection.DecodeOn[streams.NodeDue](m.Subject, m.Data)
+		_, n, err := projection.DecodeOnWith[streams.NodeDue](dec, m.Subject, m.Data)
 		if err != nil {
 			if !errors.Is(err, streams.ErrMalformed) {
 				return nil, res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
@@ -565,8 +566,9 @@ func (p *projector) applyExecs(st *execState, evs []execEvent) error {
 func decodeExecs(msgs []jsrouter.Msg) ([]execEvent, projection.BatchResult, error) {
 	var res projection.BatchResult
 	evs := make([]execEvent, 0, len(msgs))
+	dec := projection.NewDecoders()
 	for _, m := range msgs {
-		ev, ok, err := decodeExecOn(m.Subject, m.Data)
+		ev, ok, err := decodeExecOn(dec, m.Subject, m.Data)
 		if !ok || err != nil {
 			// Refused in one pass: the general path says why, and counts
 			// it as the live decoder does.

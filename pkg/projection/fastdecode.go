@@ -1,0 +1,527 @@
+package projection
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Decoders is a cache of decoding plans for DecodeOnWith, one per type: a
+// rebuild's batch form makes one per run and decodes the run's messages
+// with it.
+//
+// The plans decode a strict subset of JSON without encoding/json's
+// reflection walk and validity scan, about twice as fast: objects whose
+// keys are exactly the fields' names, each at most once; strings of
+// printable ASCII without escapes; numbers in JSON's grammar that fit the
+// field; no null. Anything else (an unknown key, a key in another case,
+// an escape, a null, a type mismatch, a type the plans do not handle)
+// makes the fast path give up, and encoding/json decodes the message as
+// before: what the fast path accepts, encoding/json accepts with the same
+// value (TestFastDecodeMatchesJSON, FuzzFastDecode), so what a decoder
+// accepts and refuses is unchanged.
+type Decoders struct {
+	plans  map[reflect.Type]*typePlan
+	fields map[subjectField]int
+}
+
+// NewDecoders returns an empty plan cache.
+func NewDecoders() *Decoders {
+	return &Decoders{plans: map[reflect.Type]*typePlan{}, fields: map[subjectField]int{}}
+}
+
+// subjectField is a payload type's field a subject names.
+type subjectField struct {
+	t    reflect.Type
+	name string
+}
+
+// payloadField is streams' payloadField (what CheckSubjectOf answers a
+// subject's field from) with the field's index found once per type: the
+// first exported, not embedded string field whose json tag's name is name.
+func (d *Decoders) payloadField(v reflect.Value, name string) (string, bool) {
+	if v.Kind() != reflect.Struct {
+		return "", false
+	}
+	k := subjectField{v.Type(), name}
+	i, ok := d.fields[k]
+	if !ok {
+		i = -1
+		t := v.Type()
+		for j := 0; j < t.NumField(); j++ {
+			f := t.Field(j)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag == name && f.IsExported() && !f.Anonymous && f.Type.Kind() == reflect.String {
+				i = j
+				break
+			}
+		}
+		d.fields[k] = i
+	}
+	if i < 0 {
+		return "", false
+	}
+	return v.Field(i).String(), true
+}
+
+type planKind uint8
+
+const (
+	kindUnsupported planKind = iota
+	kindString
+	kindBool
+	kindInt
+	kindUint
+	kindFloat
+	kindTime
+	kindStruct
+	kindSlice
+	kindMap
+	kindPtr
+)
+
+type typePlan struct {
+	kind   planKind
+	t      reflect.Type
+	fields []fieldPlan // kindStruct
+	elem   *typePlan   // kindSlice, kindMap (the value), kindPtr
+}
+
+type fieldPlan struct {
+	name  string
+	index int
+	plan  *typePlan
+}
+
+// plan returns t's plan (kindUnsupported: the fast path gives up on t).
+func (d *Decoders) plan(t reflect.Type) *typePlan {
+	if p, ok := d.plans[t]; ok {
+		return p
+	}
+	p := &typePlan{t: t}
+	d.plans[t] = p // before the fields: a recursive type finds itself
+	p.kind = d.build(p)
+	if p.kind == kindUnsupported {
+		p.fields, p.elem = nil, nil
+	}
+	return p
+}
+
+// build fills p's fields or element and returns its kind: only types
+// encoding/json decodes by their kind alone (no Unmarshaler but
+// time.Time's, no interface, no []byte, no embedded field, no ",string").
+func (d *Decoders) build(p *typePlan) planKind {
+	t := p.t
+	if t == reflect.TypeFor[time.Time]() {
+		return kindTime
+	}
+	unmarshaler, textUnmarshaler := reflect.TypeFor[json.Unmarshaler](), reflect.TypeFor[encoding.TextUnmarshaler]()
+	if t.Implements(unmarshaler) || reflect.PointerTo(t).Implements(unmarshaler) ||
+		t.Implements(textUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) ||
+		t == reflect.TypeFor[json.Number]() { // a string checked as a number
+		return kindUnsupported
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return kindString
+	case reflect.Bool:
+		return kindBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return kindInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return kindUint
+	case reflect.Float32, reflect.Float64:
+		return kindFloat
+	case reflect.Pointer:
+		if p.elem = d.plan(t.Elem()); p.elem.kind == kindUnsupported {
+			return kindUnsupported
+		}
+		return kindPtr
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 { // base64 in encoding/json
+			return kindUnsupported
+		}
+		if p.elem = d.plan(t.Elem()); p.elem.kind == kindUnsupported {
+			return kindUnsupported
+		}
+		return kindSlice
+	case reflect.Map:
+		if t.Key() != reflect.TypeFor[string]() {
+			return kindUnsupported
+		}
+		if p.elem = d.plan(t.Elem()); p.elem.kind == kindUnsupported {
+			return kindUnsupported
+		}
+		return kindMap
+	case reflect.Struct:
+		seen := map[string]bool{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				return kindUnsupported
+			}
+			if !f.IsExported() {
+				continue
+			}
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts := tag, ""
+			for j := 0; j < len(tag); j++ {
+				if tag[j] == ',' {
+					name, opts = tag[:j], tag[j+1:]
+					break
+				}
+			}
+			if !plainOptions(opts) {
+				return kindUnsupported
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if !plainName(name) || seen[name] {
+				return kindUnsupported
+			}
+			seen[name] = true
+			fp := d.plan(f.Type)
+			if fp.kind == kindUnsupported {
+				return kindUnsupported
+			}
+			p.fields = append(p.fields, fieldPlan{name: name, index: i, plan: fp})
+		}
+		return kindStruct
+	}
+	return kindUnsupported
+}
+
+// plainOptions reports whether a json tag's options are only omitempty
+// and omitzero (encoding only).
+func plainOptions(opts string) bool {
+	for opts != "" {
+		o := opts
+		for j := 0; j < len(opts); j++ {
+			if opts[j] == ',' {
+				o, opts = opts[:j], opts[j+1:]
+				break
+			}
+		}
+		if o == opts {
+			opts = ""
+		}
+		if o != "omitempty" && o != "omitzero" {
+			return false
+		}
+	}
+	return true
+}
+
+// plainName reports whether name is made of letters, digits and
+// underscores (a tag name encoding/json takes as it is).
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// decodeFast decodes b into v (a pointer's element, zero) by v's plan;
+// false: the fast path gave up, v may be partly written.
+func (d *Decoders) decodeFast(b []byte, v reflect.Value) bool {
+	p := d.plan(v.Type())
+	if p.kind == kindUnsupported {
+		return false
+	}
+	s := scanner{b: b}
+	if !s.value(p, v) {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+// maxDepth bounds the nesting the fast path follows (encoding/json
+// refuses past 10,000).
+const maxDepth = 1000
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// str scans a string of printable ASCII without escapes and returns its
+// content.
+func (s *scanner) str() ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		c := s.b[j]
+		if c == '"' {
+			s.i = j + 1
+			return s.b[start:j], true
+		}
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// number scans a number in JSON's grammar; integer: only -?(0|[1-9][0-9]*).
+func (s *scanner) number(integer bool) ([]byte, bool) {
+	b, j := s.b, s.i
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case j < len(b) && b[j] >= '1' && b[j] <= '9':
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+	default:
+		return nil, false
+	}
+	if !integer {
+		if j < len(b) && b[j] == '.' {
+			j++
+			if j >= len(b) || b[j] < '0' || b[j] > '9' {
+				return nil, false
+			}
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+		}
+		if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+			j++
+			if j < len(b) && (b[j] == '+' || b[j] == '-') {
+				j++
+			}
+			if j >= len(b) || b[j] < '0' || b[j] > '9' {
+				return nil, false
+			}
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+		}
+	}
+	// What follows must end the number (a delimiter, checked by the caller).
+	if j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+		default:
+			return nil, false
+		}
+	}
+	num := b[s.i:j]
+	s.i = j
+	return num, true
+}
+
+func (s *scanner) literal(lit string) bool {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+// value decodes one value into v (zero) by p.
+func (s *scanner) value(p *typePlan, v reflect.Value) bool {
+	s.ws()
+	switch p.kind {
+	case kindString:
+		str, ok := s.str()
+		if !ok {
+			return false
+		}
+		v.SetString(string(str))
+		return true
+	case kindBool:
+		switch {
+		case s.literal("true"):
+			v.SetBool(true)
+		case s.literal("false"):
+		default:
+			return false
+		}
+		return true
+	case kindInt:
+		num, ok := s.number(true)
+		if !ok {
+			return false
+		}
+		n, err := strconv.ParseInt(string(num), 10, 64)
+		if err != nil || v.OverflowInt(n) {
+			return false
+		}
+		v.SetInt(n)
+		return true
+	case kindUint:
+		num, ok := s.number(true)
+		if !ok || num[0] == '-' {
+			return false
+		}
+		n, err := strconv.ParseUint(string(num), 10, 64)
+		if err != nil || v.OverflowUint(n) {
+			return false
+		}
+		v.SetUint(n)
+		return true
+	case kindFloat:
+		num, ok := s.number(false)
+		if !ok {
+			return false
+		}
+		f, err := strconv.ParseFloat(string(num), v.Type().Bits())
+		if err != nil || v.OverflowFloat(f) {
+			return false
+		}
+		v.SetFloat(f)
+		return true
+	case kindTime:
+		start := s.i
+		if _, ok := s.str(); !ok {
+			return false
+		}
+		// time.Time's own UnmarshalJSON, as encoding/json calls it.
+		t, ok := v.Addr().Interface().(*time.Time)
+		return ok && t.UnmarshalJSON(s.b[start:s.i]) == nil
+	case kindPtr:
+		e := reflect.New(p.t.Elem())
+		if !s.value(p.elem, e.Elem()) {
+			return false
+		}
+		v.Set(e)
+		return true
+	case kindSlice:
+		return s.array(p, v)
+	case kindMap:
+		return s.object(p, v)
+	case kindStruct:
+		return s.object(p, v)
+	}
+	return false
+}
+
+// array decodes an array into the slice v (nil): an empty array makes an
+// empty slice, as encoding/json does.
+func (s *scanner) array(p *typePlan, v reflect.Value) bool {
+	if !s.literal("[") {
+		return false
+	}
+	if s.depth++; s.depth > maxDepth {
+		return false
+	}
+	defer func() { s.depth-- }()
+	out := reflect.MakeSlice(p.t, 0, 0)
+	s.ws()
+	if s.literal("]") {
+		v.Set(out)
+		return true
+	}
+	for {
+		out = reflect.Append(out, reflect.Zero(p.t.Elem()))
+		if !s.value(p.elem, out.Index(out.Len()-1)) {
+			return false
+		}
+		s.ws()
+		if s.literal("]") {
+			v.Set(out)
+			return true
+		}
+		if !s.literal(",") {
+			return false
+		}
+	}
+}
+
+// object decodes an object into the struct or map v (zero; a map is made,
+// even for an empty object, as encoding/json does). A struct's keys must
+// be its fields' names, each at most once; a map's keys, each at most
+// once.
+func (s *scanner) object(p *typePlan, v reflect.Value) bool {
+	if !s.literal("{") {
+		return false
+	}
+	if s.depth++; s.depth > maxDepth {
+		return false
+	}
+	defer func() { s.depth-- }()
+	var seen uint64 // struct fields set, when fewer than 64
+	if p.kind == kindStruct && len(p.fields) > 64 {
+		return false
+	}
+	if p.kind == kindMap {
+		v.Set(reflect.MakeMap(p.t))
+	}
+	s.ws()
+	if s.literal("}") {
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.str()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if !s.literal(":") {
+			return false
+		}
+		if p.kind == kindMap {
+			k := string(key)
+			if v.MapIndex(reflect.ValueOf(k)).IsValid() {
+				return false
+			}
+			e := reflect.New(p.t.Elem()).Elem()
+			if !s.value(p.elem, e) {
+				return false
+			}
+			v.SetMapIndex(reflect.ValueOf(k), e)
+		} else {
+			f := -1
+			for j := range p.fields {
+				if p.fields[j].name == string(key) {
+					f = j
+					break
+				}
+			}
+			if f < 0 || seen&(1<<f) != 0 {
+				return false
+			}
+			seen |= 1 << f
+			if !s.value(p.fields[f].plan, v.Field(p.fields[f].index)) {
+				return false
+			}
+		}
+		s.ws()
+		if s.literal("}") {
+			return true
+		}
+		if !s.literal(",") {
+			return false
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package projection
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+// fastSeeds are events as Facho publishes them, of the types the
+// rebuilds decode most.
+func fastSeeds(t testing.TB) map[string][]byte {
+	at := time.Date(2026, 11, 23, 10, 0, 0, 123456789, time.UTC)
+	nr := int64(2147483647)
+	due := streams.NodeDue{ExecutionID: "e1", NodeID: "n1", JobID: "j1", JobName: "get onus", OLTID: "olt-1", BrandID: "huawei", IndexScheme: "pon_onu",
+		Kind: "get", Priority: 40, IntervalSeconds: 300, TimeoutSeconds: 60, MaxRetries: 2, RetryDelaySeconds: 5, ScheduledAt: at, DelaySeconds: 0.25,
+		DispatchedAt: at.Add(time.Second), Attempt: 1, StopOnFailure: true, Class: streams.ClassPolling,
+		Target: streams.Target{Host: "192.0.2.1", Port: 161, CommunityEnc: "sealed"},
+		OIDs: []streams.OIDSpec{
+			{ID: "serial", OID: "1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "hex_serial"}},
+			{ID: "status", OID: "1.3.6.1.4.1.2011.6.128.1.1.2.46.1.15", Field: streams.FieldStatus, Decoder: streams.Decoder{Kind: "enum", Enum: map[string]string{"1": "ONLINE", "2": "OFFLINE"}}},
+			{ID: "rx", OID: "1.3.6.1.4.1.2011.6.128.1.1.2.51.1.4", Field: streams.FieldRxPower, IndexSuffix: "1", Decoder: streams.Decoder{Kind: "scaled", Scale: 0.01, Offset: -1e-3, NoReading: &nr}},
+		}}
+	d := 1500 * time.Millisecond
+	out := map[string][]byte{}
+	for name, ev := range map[string]streams.Event{
+		"due":       due,
+		"started":   streams.ExecutionStarted{ExecutionID: "e1", JobID: "j1", OLTID: "olt-1", PollerID: "p1", Attempt: 2, LeaseRevision: 7, StartedAt: at},
+		"succeeded": streams.ExecutionSucceeded{ExecutionID: "e1", JobID: "j1", OLTID: "olt-1", PollerID: "p1", Attempt: 2, LeaseRevision: 7, StartedAt: at, FinishedAt: at.Add(d), DurationMS: d.Milliseconds(), Varbinds: 512, Batches: 2, ONUs: 3, FailedONUs: 1, FailedVarbinds: 4, ONUFailures: []streams.ONUFailure{{Instance: "4194304000.1", PonIndex: 4194304000, ONUID: 1, OIDs: []string{"1.3.6.1", "1.3.6.2"}, Error: "timeout"}}},
+		"failed":    streams.ExecutionFailed{ExecutionID: "e1", JobID: "j1", OLTID: "olt-1", PollerID: "p1", Attempt: 1, LeaseRevision: 3, StartedAt: at, FinishedAt: at.Add(d), DurationMS: -5, Error: "snmp timeout"},
+		"skipped":   streams.ExecutionSkipped{ExecutionID: "e1", JobID: "j1", OLTID: "olt-1", Reason: "stale", Attempt: 1},
+	} {
+		b, err := streams.Encode("test", at, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = b
+	}
+	return out
+}
+
+// fastAgrees decodes b as an envelope of T with the fast path and with
+// encoding/json: where the fast path accepts, encoding/json must accept
+// with the same value. It reports whether the fast path accepted.
+func fastAgrees[T any](t testing.TB, d *Decoders, b []byte) bool {
+	t.Helper()
+	var fast, slow onEnvelope[T]
+	if !d.decodeFast(b, reflect.ValueOf(&fast).Elem()) {
+		return false
+	}
+	if err := json.Unmarshal(b, &slow); err != nil {
+		t.Fatalf("fast path accepted what encoding/json refuses (%v): %q", err, b)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("fast path and encoding/json differ on %q:\n fast %+v\n json %+v", b, fast, slow)
+	}
+	return true
+}
+
+func agreesAs(t testing.TB, d *Decoders, name string, b []byte) bool {
+	switch name {
+	case "due":
+		return fastAgrees[streams.NodeDue](t, d, b)
+	case "started":
+		return fastAgrees[streams.ExecutionStarted](t, d, b)
+	case "succeeded":
+		return fastAgrees[streams.ExecutionSucceeded](t, d, b)
+	case "failed":
+		return fastAgrees[streams.ExecutionFailed](t, d, b)
+	case "skipped":
+		return fastAgrees[streams.ExecutionSkipped](t, d, b)
+	}
+	t.Fatalf("no type for %s", name)
+	return false
+}
+
+// The fast path takes the events as published, and on every mutation of
+// them it accepts (a byte deleted, replaced or inserted, anywhere) it
+// gives what encoding/json gives; on the others encoding/json decides.
+func TestFastDecodeMatchesJSON(t *testing.T) {
+	d := NewDecoders()
+	subst := []byte("\"\\{}[],:01-9.eE+nult fA_\x00\x1f\x7f\xc3\xff")
+	for name, seed := range fastSeeds(t) {
+		if !agreesAs(t, d, name, seed) {
+			t.Fatalf("%s: the fast path gave up on a published event: %s", name, seed)
+		}
+		accepted, tried := 0, 0
+		try := func(b []byte) {
+			tried++
+			if agreesAs(t, d, name, b) {
+				accepted++
+			}
+		}
+		for i := range seed {
+			try(append(append([]byte{}, seed[:i]...), seed[i+1:]...))
+			for _, c := range subst {
+				r := append([]byte{}, seed...)
+				r[i] = c
+				try(r)
+				try(append(append(append([]byte{}, seed[:i]...), c), seed[i:]...))
+			}
+		}
+		// Whole-token edits: a key in another case, a duplicate key, a
+		// null, an escape, an unknown key, a big number.
+		s := string(seed)
+		for _, e := range [][2]string{{`"execution_id"`, `"Execution_ID"`}, {`"olt_id":`, `"olt_id":"x","olt_id":`}, {`"olt_id":"olt-1"`, `"olt_id":null`},
+			{`"olt-1"`, `"olt\u002d1"`}, {`"job_id"`, `"job_idx"`}, {`"attempt":`, `"attempt":1e0,"x":`}, {`"attempt":2`, `"attempt":99999999999999999999`},
+			{`"data":{`, `"data":{"execution_id":"a",`}, {`"version":1`, `"version":1.0`}, {`"time":"`, `"time":" `}} {
+			if strings.Contains(s, e[0]) {
+				try([]byte(strings.Replace(s, e[0], e[1], 1)))
+			}
+		}
+		if accepted < 100 {
+			t.Errorf("%s: the fast path accepted only %d of %d mutations: the comparison proves little", name, accepted, tried)
+		}
+		t.Logf("%s: %d of %d mutations accepted by the fast path, each equal to encoding/json's", name, accepted, tried)
+	}
+}
+
+// DecodeOnWith accepts and refuses what DecodeOn does, with the same
+// payload (TestDecodeOnAsStreams's cases and the seeds).
+func TestDecodeOnWithAsDecodeOn(t *testing.T) {
+	d := NewDecoders()
+	subj := streams.SubjectNodeDueClass("olt-1", streams.ClassPolling)
+	g := string(fastSeeds(t)["due"])
+	for _, data := range []string{g, "{", `{"type":"node.due","version":1}`, `{"type":"node.due","version":1,"data":null}`,
+		`{"type":"node.due","version":1,"data":{}}`, strings.Replace(g, `"version":1`, `"version":9`, 1),
+		strings.Replace(g, `"priority":40`, `"priority":"40"`, 1), strings.Replace(g, `"oids":[`, `"oids":null,"x":[`, 1),
+		strings.Replace(g, `"type":"node.due"`, `"type":"execution.started"`, 1)} {
+		for _, subject := range []string{subj, streams.SubjectNodeDueClass("olt-2", streams.ClassPolling)} {
+			_, want, werr := DecodeOn[streams.NodeDue](subject, []byte(data))
+			_, got, gerr := DecodeOnWith[streams.NodeDue](d, subject, []byte(data))
+			if (werr == nil) != (gerr == nil) || (gerr != nil && (!errors.Is(gerr, streams.ErrMalformed) || gerr.Error() != werr.Error())) {
+				t.Errorf("%q on %s: DecodeOn %v, DecodeOnWith %v", data, subject, werr, gerr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q on %s: payload %+v, want %+v", data, subject, got, want)
+			}
+		}
+	}
+}
+
+func FuzzFastDecode(f *testing.F) {
+	seeds := fastSeeds(f)
+	for _, name := range []string{"due", "started", "succeeded", "failed", "skipped"} {
+		f.Add(uint8(len(name)), seeds[name])
+	}
+	names := []string{"due", "started", "succeeded", "failed", "skipped"}
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		agreesAs(t, NewDecoders(), names[int(which)%len(names)], b)
+	})
+}
+
+func BenchmarkDecodeOnNodeDue(b *testing.B) {
+	data := fastSeeds(b)["due"]
+	subj := streams.SubjectNodeDueClass("olt-1", streams.ClassPolling)
+	b.Run("json", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := DecodeOn[streams.NodeDue](subj, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		d := NewDecoders()
+		for b.Loop() {
+			if _, _, err := DecodeOnWith[streams.NodeDue](d, subj, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
