@@ -24,6 +24,11 @@ import (
 //
 // The consumer's checkpoint moves to the highest sequence below which
 // every fetched message ended (inflight.watermark), after each commit.
+//
+// Memory: at most InFlightMessages batches are handed to the workers and
+// not yet ended (slots), whatever their spread over the workers, plus the
+// one fetch being handed out. A per-worker bound would stop the fetcher
+// at the first full queue while other workers idle.
 
 // inflight tracks the messages fetched and not yet ended.
 type inflight struct {
@@ -99,9 +104,12 @@ func (f *inflight) inProgress() {
 func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jetstream.Consumer) error {
 	cfg := l.p.cfg
 	fl := newInflight()
+	// A queue never blocks the fetcher: slots (a token per batch handed
+	// out, given back when it ends) bound them all together.
+	slots := make(chan struct{}, cfg.InFlightMessages)
 	queues := make([]chan groupItem, cfg.Workers)
 	for w := range queues {
-		queues[w] = make(chan groupItem, cfg.GroupMessages)
+		queues[w] = make(chan groupItem, cfg.InFlightMessages)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	tickerDone, tickerStop := make(chan struct{}), make(chan struct{})
@@ -121,7 +129,7 @@ func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jet
 	defer func() { close(tickerStop); <-tickerDone }()
 	yielded := false
 	for w, q := range queues {
-		g.Go(func() error { return l.work(gctx, w, q, fl) })
+		g.Go(func() error { return l.work(gctx, w, q, fl, slots) })
 	}
 	g.Go(func() error {
 		defer func() {
@@ -153,10 +161,11 @@ func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jet
 			fl.add(items, seen)
 			for _, it := range items {
 				select {
-				case queues[workerOf(it.msg.Batch.OLTID, cfg.Workers)] <- it:
+				case slots <- struct{}{}:
 				case <-gctx.Done():
 					return nil
 				}
+				queues[workerOf(it.msg.Batch.OLTID, cfg.Workers)] <- it // never blocks: see slots
 			}
 			if len(items) == 0 && seen > 0 {
 				// Only dead letters: nothing commits to move the checkpoint.
@@ -176,7 +185,7 @@ func (l *varbindLoop) pipeline(ctx context.Context, lock *pgxpool.Conn, cons jet
 
 // work is one worker: it applies what its queue holds, one transaction at
 // a time, until the queue closes or ctx ends.
-func (l *varbindLoop) work(ctx context.Context, worker int, q <-chan groupItem, fl *inflight) error {
+func (l *varbindLoop) work(ctx context.Context, worker int, q <-chan groupItem, fl *inflight, slots <-chan struct{}) error {
 	limit := l.p.cfg.GroupMessages
 	for {
 		var part []groupItem
@@ -211,6 +220,9 @@ func (l *varbindLoop) work(ctx context.Context, worker int, q <-chan groupItem, 
 			}
 		}
 		fl.done(part)
+		for range part {
+			<-slots
+		}
 		l.moveCheckpoint(ctx, fl.watermark())
 		l.p.metrics.varbindGroups.Observe(float64(len(part)))
 		l.p.metrics.varbindGroupSeconds.Observe(time.Since(start).Seconds())

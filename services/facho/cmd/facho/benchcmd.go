@@ -27,7 +27,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	interval := fs.Duration("interval", 5*time.Minute, "interval of the discovery and GET jobs (at least 10s)")
 	pollers := fs.Int("pollers", 2, "poller processes")
 	workers := fs.Int("workers", 4, "workers per poller (FACHO_POLLER_WORKERS)")
-	projWorkers := fs.Int("projector-workers", 0, "FACHO_PROJECTOR_WORKERS of the projector (default: its own, 2)")
+	projWorkers := fs.Int("projector-workers", 0, "FACHO_PROJECTOR_WORKERS of the projector (default: its own, 4)")
 	projectors := fs.Int("projectors", 1, "projector replicas")
 	projPartitions := fs.Int("projector-partitions", 0, "FACHO_PROJECTOR_PARTITIONS of the projectors (default: the projector's, 1: one replica leads)")
 	reps := fs.Int("max-repetitions", 25, "GETBULK max-repetitions of the pollers and of the same-setting baselines")
