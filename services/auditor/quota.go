@@ -309,59 +309,85 @@ func (q execQuotaEvent) args() []any {
 // false when it is not one they count (it only moves the watermark).
 func parseExecQuota(env streams.Envelope) (execQuotaEvent, bool, error) {
 	var q execQuotaEvent
+	var err error
 	switch env.Type {
 	case streams.TypeExecutionStarted:
-		var ev streams.ExecutionStarted
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return q, false, err
-		}
-		q.execID, q.olt, q.job, q.outcome, q.attempt = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeRunning, ev.Attempt
-		q.cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome = 'PENDING'))`
+		q, err = execQuotaData(env, startedQuota)
 	case streams.TypeExecutionSucceeded:
-		var ev streams.ExecutionSucceeded
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return q, false, err
-		}
-		d := ev.DurationMS
-		q.execID, q.olt, q.job, q.outcome, q.attempt, q.duration, q.streak = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeSuccess, ev.Attempt, &d, -1
-		q.cond = `q.outcome <> 'SUCCESS'`
+		q, err = execQuotaData(env, succeededQuota)
 	case streams.TypeExecutionFailed:
-		var ev streams.ExecutionFailed
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return q, false, err
-		}
-		d := ev.DurationMS
-		q.execID, q.olt, q.job, q.outcome, q.attempt, q.duration, q.errText = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeFailed, ev.Attempt, &d, ev.Error
-		if !ev.Retryable {
-			q.streak = 1
-		}
-		q.cond = `q.outcome <> 'SUCCESS' AND q.attempt <= EXCLUDED.attempt`
+		q, err = execQuotaData(env, failedQuota)
 	case streams.TypeExecutionSkipped:
-		var ev streams.ExecutionSkipped
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return q, false, err
-		}
-		q.execID, q.olt, q.job, q.outcome, q.attempt = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeSkipped, ev.Attempt
-		// A skip of an attempt below the one the row last saw (a stale
-		// delivery of an earlier dispatch, read while its retry runs) is
-		// not the execution's end; one without attempt (an event from
-		// before the field) ends it whatever attempt runs.
-		q.cond = `q.outcome IN ('PENDING', 'RUNNING') AND (EXCLUDED.attempt = 0 OR q.attempt <= EXCLUDED.attempt)`
+		q, err = execQuotaData(env, skippedQuota)
 	case streams.TypeExecutionInterrupted:
-		var ev streams.ExecutionInterrupted
-		if err := streams.DecodeData(env, &ev); err != nil {
-			return q, false, err
-		}
-		q.execID, q.olt, q.job, q.outcome, q.attempt = ev.ExecutionID, ev.OLTID, ev.JobID, outcomeInterrupted, ev.Attempt
-		// An attempt that already ended keeps its outcome.
-		q.cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome IN ('PENDING', 'RUNNING')))`
+		q, err = execQuotaData(env, interruptedQuota)
 	default:
 		return q, false, nil
 	}
-	if q.execID == "" || q.olt == "" || q.job == "" {
-		return q, false, fmt.Errorf("%w: %s without execution_id, olt_id or job_id", streams.ErrMalformed, env.Type)
+	if err != nil {
+		return q, false, err
+	}
+	if err := q.check(env.Type); err != nil {
+		return q, false, err
 	}
 	return q, true, nil
+}
+
+// execQuotaData decodes env's data as T and makes its quota event.
+func execQuotaData[T any](env streams.Envelope, of func(T) execQuotaEvent) (execQuotaEvent, error) {
+	var ev T
+	if err := streams.DecodeData(env, &ev); err != nil {
+		return execQuotaEvent{}, err
+	}
+	return of(ev), nil
+}
+
+// check refuses an event of type typ without the ids a quota needs.
+func (q execQuotaEvent) check(typ string) error {
+	if q.execID == "" || q.olt == "" || q.job == "" {
+		return fmt.Errorf("%w: %s without execution_id, olt_id or job_id", streams.ErrMalformed, typ)
+	}
+	return nil
+}
+
+func startedQuota(ev streams.ExecutionStarted) execQuotaEvent {
+	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeRunning, attempt: ev.Attempt}
+	q.cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome = 'PENDING'))`
+	return q
+}
+
+func succeededQuota(ev streams.ExecutionSucceeded) execQuotaEvent {
+	d := ev.DurationMS
+	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeSuccess, attempt: ev.Attempt, duration: &d, streak: -1}
+	q.cond = `q.outcome <> 'SUCCESS'`
+	return q
+}
+
+func failedQuota(ev streams.ExecutionFailed) execQuotaEvent {
+	d := ev.DurationMS
+	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeFailed, attempt: ev.Attempt, duration: &d, errText: ev.Error}
+	if !ev.Retryable {
+		q.streak = 1
+	}
+	q.cond = `q.outcome <> 'SUCCESS' AND q.attempt <= EXCLUDED.attempt`
+	return q
+}
+
+func skippedQuota(ev streams.ExecutionSkipped) execQuotaEvent {
+	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeSkipped, attempt: ev.Attempt}
+	// A skip of an attempt below the one the row last saw (a stale
+	// delivery of an earlier dispatch, read while its retry runs) is
+	// not the execution's end; one without attempt (an event from
+	// before the field) ends it whatever attempt runs.
+	q.cond = `q.outcome IN ('PENDING', 'RUNNING') AND (EXCLUDED.attempt = 0 OR q.attempt <= EXCLUDED.attempt)`
+	return q
+}
+
+func interruptedQuota(ev streams.ExecutionInterrupted) execQuotaEvent {
+	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeInterrupted, attempt: ev.Attempt}
+	// An attempt that already ended keeps its outcome.
+	q.cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome IN ('PENDING', 'RUNNING')))`
+	return q
 }
 
 // configQuota interrupts the OLT's trackers of the hour when the OLT is

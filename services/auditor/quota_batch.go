@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -455,6 +456,45 @@ func nodeDueOn(d *projection.Decoders, m jsrouter.Msg) (quotaEvent, bool) {
 	return quotaEvent{env: env, nd: &nd}, true
 }
 
+// execQuotaOn is execQuotaBatch's parse in one pass (projection.DecodeOn,
+// as the type the subject's phase names): ok only for an event the
+// general path takes as it is (the same payload, its subject checked);
+// anything else goes down that path, which decides as the live decoder
+// does.
+func execQuotaOn(d *projection.Decoders, m jsrouter.Msg) (quotaEvent, bool) {
+	var (
+		env streams.Envelope
+		q   execQuotaEvent
+		err error
+	)
+	switch m.Subject[strings.LastIndexByte(m.Subject, '.')+1:] {
+	case streams.PhaseStarted:
+		env, q, err = execQuotaOnAs(d, m, startedQuota)
+	case streams.PhaseSucceeded:
+		env, q, err = execQuotaOnAs(d, m, succeededQuota)
+	case streams.PhaseFailed:
+		env, q, err = execQuotaOnAs(d, m, failedQuota)
+	case streams.PhaseSkipped:
+		env, q, err = execQuotaOnAs(d, m, skippedQuota)
+	case streams.PhaseInterrupted:
+		env, q, err = execQuotaOnAs(d, m, interruptedQuota)
+	default:
+		return quotaEvent{}, false
+	}
+	if err != nil || q.check(env.Type) != nil {
+		return quotaEvent{}, false
+	}
+	return quotaEvent{env: env, exec: &q}, true
+}
+
+func execQuotaOnAs[T streams.Event](d *projection.Decoders, m jsrouter.Msg, of func(T) execQuotaEvent) (streams.Envelope, execQuotaEvent, error) {
+	env, ev, err := projection.DecodeOnWith[T](d, m.Subject, m.Data)
+	if err != nil {
+		return env, execQuotaEvent{}, err
+	}
+	return env, of(ev), nil
+}
+
 // quotaDecoded is a decoded run of a quota consumer: its events, and the
 // executions they name.
 type quotaDecoded struct {
@@ -532,7 +572,7 @@ func (a *auditor) execQuotaBatch(consumer string) quotaBatch {
 			}
 			// facho.exec.{olt_id}.<phase>
 			return quotaEvent{exec: &q}, func(name string) (string, bool) { return q.olt, name == "olt_id" }, nil
-		}, nil)
+		}, execQuotaOn)
 		return quotaDecoded{evs, ids}, res, err
 	}
 	apply := func(ctx context.Context, tx pgx.Tx, decoded any) error {
