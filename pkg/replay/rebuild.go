@@ -373,6 +373,9 @@ func (rb *rebuild) createShadow(ctx context.Context) error {
 				return fmt.Errorf("shadow of %s: %w", t, err)
 			}
 		}
+		if err := rb.shadowSequences(ctx, tx); err != nil {
+			return err
+		}
 		for _, t := range rb.model.Tables {
 			if !t.ShadowUniqueOnly {
 				continue
@@ -394,6 +397,47 @@ func (rb *rebuild) createShadow(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// shadowSequences gives the shadow's sequence-filled columns sequences
+// of its own (unlogged, dropped with it): a copy made LIKE the live table
+// draws from the live table's sequence, so a rebuild of 100k rows burnt
+// 100k live ids (ids the swap does not copy: Table.Generated) and paid
+// the live sequence's WAL. Only a model table's Generated columns and any
+// column of a Scratch table: their values never reach the live tables.
+func (rb *rebuild) shadowSequences(ctx context.Context, tx pgx.Tx) error {
+	own := map[string][]string{}
+	for _, t := range rb.model.Tables {
+		own[t.Name] = t.Generated
+	}
+	for _, t := range rb.allTables() {
+		generated, isModel := own[t]
+		name := pgx.Identifier{t}.Sanitize()
+		rows, err := tx.Query(ctx, `SELECT a.attname FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+			WHERE a.attrelid = ($1 || '.' || $2)::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attidentity = ''
+			AND pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%'`, rb.shadow, name)
+		if err != nil {
+			return fmt.Errorf("sequences of shadow %s: %w", t, err)
+		}
+		cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("sequences of shadow %s: %w", t, err)
+		}
+		for _, c := range cols {
+			if isModel && !slices.Contains(generated, c) {
+				continue // its values are compared or copied: left as the live table has it
+			}
+			seq := rb.shadow + `.` + pgx.Identifier{t + "_" + c + "_seq"}.Sanitize()
+			if _, err := tx.Exec(ctx, `CREATE UNLOGGED SEQUENCE `+seq); err != nil {
+				return fmt.Errorf("shadow sequence of %s.%s: %w", t, c, err)
+			}
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+rb.shadow+`.`+name+` ALTER COLUMN `+pgx.Identifier{c}.Sanitize()+
+				` SET DEFAULT nextval('`+strings.ReplaceAll(seq, "'", "''")+`'::regclass)`); err != nil {
+				return fmt.Errorf("shadow sequence of %s.%s: %w", t, c, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (rb *rebuild) dropShadow() {
