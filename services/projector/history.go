@@ -72,22 +72,25 @@ func nullable(v []string, set []bool) []*string {
 }
 
 // insert writes the rows; a row already there (a replay after a reset that
-// kept the table) is kept. The rows go in with a plain INSERT under a
-// savepoint first: ON CONFLICT's speculative insertion costs about 2.3x a
-// plain insert (123k rows: 2.9 s against 1.2 s), and a first discovery
-// writes a history row per field of every ONU. Only on a unique violation
-// is the savepoint rolled back and the insert made again with ON CONFLICT
-// DO NOTHING.
+// kept the table) is kept. The rows go in with COPY under a savepoint
+// first: an INSERT with ON CONFLICT's speculative insertion costs about
+// 2.3x a plain one (123k rows: 2.9 s against 1.2 s) and COPY 0.65x a
+// plain one, and a first discovery writes a history row per field of
+// every ONU. Only on a unique violation is the savepoint rolled back and
+// the rows inserted with ON CONFLICT DO NOTHING.
 func (h *historyRows) insert(ctx context.Context, tx pgx.Tx) error {
 	if len(h.olt) == 0 {
 		return nil
 	}
-	args := []any{h.olt, h.pon, h.onu, h.field, nullable(h.old, h.oldSet), nullable(h.new, h.newSet), h.at, h.exec, h.seq}
+	old, cur := nullable(h.old, h.oldSet), nullable(h.new, h.newSet)
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("write %d onu history rows: savepoint: %w", len(h.olt), err)
 	}
-	_, err = sp.Exec(ctx, insertHistory, args...)
+	columns := []string{"olt_id", "pon_index", "onu_id", "field", "old_value", "new_value", "at", "execution_id", "stream_seq"}
+	_, err = sp.CopyFrom(ctx, pgx.Identifier{"onu_history"}, columns, pgx.CopyFromSlice(len(h.olt), func(i int) ([]any, error) {
+		return []any{h.olt[i], h.pon[i], h.onu[i], h.field[i], old[i], cur[i], h.at[i], h.exec[i], h.seq[i]}, nil
+	}))
 	if err == nil {
 		if err := sp.Commit(ctx); err != nil {
 			return fmt.Errorf("write %d onu history rows: release savepoint: %w", len(h.olt), err)
@@ -101,7 +104,7 @@ func (h *historyRows) insert(ctx context.Context, tx pgx.Tx) error {
 	if err := sp.Rollback(ctx); err != nil {
 		return fmt.Errorf("write %d onu history rows: roll back to savepoint: %w", len(h.olt), err)
 	}
-	if _, err := tx.Exec(ctx, insertHistory+` ON CONFLICT DO NOTHING`, args...); err != nil {
+	if _, err := tx.Exec(ctx, insertHistoryKeeping, h.olt, h.pon, h.onu, h.field, old, cur, h.at, h.exec, h.seq); err != nil {
 		return fmt.Errorf("write %d onu history rows: %w", len(h.olt), err)
 	}
 	return nil
@@ -110,5 +113,7 @@ func (h *historyRows) insert(ctx context.Context, tx pgx.Tx) error {
 // uniqueViolation is Postgres's SQLSTATE unique_violation.
 const uniqueViolation = "23505"
 
-const insertHistory = `INSERT INTO onu_history (olt_id, pon_index, onu_id, field, old_value, new_value, at, execution_id, stream_seq)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::bigint[])`
+// insertHistoryKeeping inserts the rows but those already there.
+const insertHistoryKeeping = `INSERT INTO onu_history (olt_id, pon_index, onu_id, field, old_value, new_value, at, execution_id, stream_seq)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::bigint[])
+		ON CONFLICT DO NOTHING`
