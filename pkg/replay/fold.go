@@ -88,8 +88,8 @@ func (rb *rebuild) writeFold(ctx context.Context, f projection.Folder) error {
 				if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {
 					return fmt.Errorf("asynchronous commit: %w", err)
 				}
-				if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
-					return fmt.Errorf("shadow search_path: %w", err)
+				if err := rb.useShadow(ctx, tx); err != nil {
+					return err
 				}
 				return w(ctx, tx)
 			})

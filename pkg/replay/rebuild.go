@@ -596,12 +596,43 @@ func (rb *rebuild) read(ctx context.Context, i int, target uint64, fn func(jsrou
 	return err
 }
 
+// useShadow points tx's statements at the shadow (search_path: the
+// shadow's tables first) and has every statement planned for its own
+// parameters and the shadow as it is now (plan_cache_mode
+// force_custom_plan), until tx ends.
+//
+// The connections' statement caches (pgx prepares every statement) make
+// Postgres choose, after 5 executions of a statement, whether to keep a
+// generic plan: one costed without the parameters' values, against the
+// tables' size at that moment. The shadow tables start empty at each
+// rebuild, grow by hundreds of thousands of rows within it, and are never
+// analyzed, so nothing replans a generic plan as they grow; and a pooled
+// connection keeps its statements' plan history from a previous rebuild,
+// which makes the generic plan, costed on the new, empty shadow, look far
+// cheaper than the custom plans were. So a rebuild of the quotas over
+// live rows (its second on the same pool) sometimes had the quota batch
+// form's `execution_id = ANY($1)` run as a seq scan of the grown
+// quota_executions shadow, every row checked against the 10,000 ids one
+// by one (a parameter array is not hashed): 2 to 7 s a run instead of
+// milliseconds, the bulk pass 10-21 s instead of 1.5-2.5 s. The custom
+// plans cost a planning per statement: the batch forms run a few
+// statements per run of thousands of messages.
+func (rb *rebuild) useShadow(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
+		return fmt.Errorf("shadow search_path: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode TO force_custom_plan`); err != nil {
+		return fmt.Errorf("shadow plans: %w", err)
+	}
+	return nil
+}
+
 // apply runs msgs of source i in tx against the shadow. A message the
 // schema refuses (projection.Permanent: the live consumer dead-lettered
 // it) is skipped: the batch is retried with a savepoint per message.
 func (rb *rebuild) apply(ctx context.Context, tx pgx.Tx, i int, msgs []jsrouter.Msg) error {
-	if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
-		return fmt.Errorf("shadow search_path: %w", err)
+	if err := rb.useShadow(ctx, tx); err != nil {
+		return err
 	}
 	defer func() {
 		// Back to the live schema for what the transaction does next (the
@@ -641,8 +672,8 @@ func applyRangeDecoded(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int
 			if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {
 				return fmt.Errorf("asynchronous commit: %w", err)
 			}
-			if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
-				return fmt.Errorf("shadow search_path: %w", err)
+			if err := rb.useShadow(ctx, tx); err != nil {
+				return err
 			}
 			if err := rb.applyDecoded(ctx, tx, i, r); err == nil {
 				return nil

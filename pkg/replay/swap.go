@@ -64,8 +64,8 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 		rb.src[i].RebuiltTo = rb.pos[i]
 	}
 	if rb.model.Prune != nil {
-		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+rb.shadow+`, `+rb.live); err != nil {
-			return fmt.Errorf("shadow search_path: %w", err)
+		if err := rb.useShadow(ctx, tx); err != nil {
+			return err
 		}
 		if err := rb.model.Prune(ctx, tx); err != nil {
 			return fmt.Errorf("prune shadow: %w", err)
