@@ -50,7 +50,17 @@ type Range struct {
 	Subjects []string
 	// Batch is how many messages one pull asks for (default 1024).
 	Batch int
+	// ResetAttempts bounds how often the read's ordered consumer is made
+	// again when making it fails (the server or the connection is gone),
+	// after 1, 2, 4, 8, then 10 s each: past them the read fails with the
+	// error instead of waiting for the server (nats.go's default) without
+	// end. 0: DefaultResetAttempts.
+	ResetAttempts int
 }
+
+// DefaultResetAttempts is Range.ResetAttempts' default: about a minute of
+// backoff, each attempt up to 10 s, before a read gives up on the server.
+const DefaultResetAttempts = 6
 
 // Stats says what a read did.
 type Stats struct {
@@ -97,7 +107,13 @@ func ReadMeta(ctx context.Context, js jetstream.JetStream, r Range, fn func(jets
 	if end == 0 || (r.From.Seq > 0 && r.From.Seq > end) {
 		return st, nil
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: r.Subjects, ReplayPolicy: jetstream.ReplayInstantPolicy}
+	attempts := r.ResetAttempts
+	if attempts <= 0 {
+		attempts = DefaultResetAttempts
+	}
+	// The ordered consumer is made again at each pull (nats.go), so a lost
+	// server shows at the next pull, as a failed re-creation.
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: r.Subjects, ReplayPolicy: jetstream.ReplayInstantPolicy, MaxResetAttempts: attempts}
 	switch {
 	case r.From.Seq > 0:
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, r.From.Seq
