@@ -58,8 +58,9 @@ type Range struct {
 	ResetAttempts int
 }
 
-// DefaultResetAttempts is Range.ResetAttempts' default: about a minute of
-// backoff, each attempt up to 10 s, before a read gives up on the server.
+// DefaultResetAttempts is Range.ResetAttempts' default: 25 s of backoff
+// and up to 10 s per attempt, so a read gives up on a lost server within
+// about a minute and a half.
 const DefaultResetAttempts = 6
 
 // Stats says what a read did.
