@@ -101,13 +101,6 @@ type Source struct {
 	// (one savepoint each: the refused one is skipped). Nil: message by
 	// message, always.
 	ApplyBatch BatchApplier
-	// DecodeBatch and ApplyDecoded, when set with ApplyBatch, are its two
-	// halves: decoding a run (no database; its counts are ApplyBatch's)
-	// and applying what was decoded. A rebuild applying one run at a time
-	// (no Partition) then decodes the next runs while one is applied.
-	// ApplyBatch(msgs) must equal ApplyDecoded(DecodeBatch(msgs)).
-	DecodeBatch  func(msgs []jsrouter.Msg) (any, BatchResult, error)
-	ApplyDecoded func(ctx context.Context, tx pgx.Tx, decoded any) error
 	// Batch, when set, is how many messages a rebuild applies per
 	// transaction from this source (unless the rebuild is told a size):
 	// a batch form whose cost per run does not shrink with the run (the

@@ -489,9 +489,6 @@ func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, targe
 	if rb.model.Sources[i].Partition == nil || workers < 2 {
 		workers = 1
 	}
-	if s := rb.model.Sources[i]; workers == 1 && s.DecodeBatch != nil && s.ApplyDecoded != nil && s.ApplyBatch != nil && !rb.opts.PerMessage {
-		return applyRangeDecoded(ctx, db, rb, i, target, progress)
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	queues := make([]chan jsrouter.Msg, workers)
 	var pmu sync.Mutex
@@ -654,71 +651,6 @@ func (rb *rebuild) apply(ctx context.Context, tx pgx.Tx, i int, msgs []jsrouter.
 		return err
 	}
 	return rb.applyEach(ctx, tx, i, msgs, true)
-}
-
-// applyRangeDecoded is applyRange for a source applied one run at a time
-// whose batch form comes in halves (Source.DecodeBatch, ApplyDecoded):
-// the runs are decoded on opts.Workers goroutines, ahead, while one
-// transaction at a time applies them in stream order.
-func applyRangeDecoded(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, target uint64, progress func(uint64)) error {
-	s := rb.model.Sources[i]
-	var last uint64
-	err := rb.pipeline(ctx, i, target, &last, func(msgs []jsrouter.Msg) (any, projection.BatchResult, error) {
-		return s.DecodeBatch(msgs)
-	}, func(ctx context.Context, r *foldRun) error {
-		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-			// The shadow is thrown away if the machine crashes: its
-			// commits need not wait for the WAL flush.
-			if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {
-				return fmt.Errorf("asynchronous commit: %w", err)
-			}
-			if err := rb.useShadow(ctx, tx); err != nil {
-				return err
-			}
-			if err := rb.applyDecoded(ctx, tx, i, r); err == nil {
-				return nil
-			} else if !projection.Permanent(err) {
-				return err
-			}
-			// Something in the run is refused: find it message by message.
-			return rb.applyEach(ctx, tx, i, r.msgs, true)
-		})
-		if err != nil {
-			return fmt.Errorf("rebuild %s from %s: %w", rb.model.Name, s.Stream, err)
-		}
-		progress(uint64(len(r.msgs)))
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if last > 0 {
-		rb.pos[i] = last
-	}
-	return nil
-}
-
-// applyDecoded applies a decoded run of source i in one savepoint (rolled
-// back on error), and counts it.
-func (rb *rebuild) applyDecoded(ctx context.Context, tx pgx.Tx, i int, r *foldRun) error {
-	s := rb.model.Sources[i]
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("savepoint: %w", err)
-	}
-	defer func() { _ = sp.Rollback(ctx) }() // no-op after Commit
-	if err := s.ApplyDecoded(ctx, sp, r.decoded); err != nil {
-		return fmt.Errorf("%s seq %d-%d: %w", s.Stream, r.msgs[0].Seq, r.msgs[len(r.msgs)-1].Seq, err)
-	}
-	if err := sp.Commit(ctx); err != nil {
-		return fmt.Errorf("release savepoint: %w", err)
-	}
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
-	rb.src[i].Applied += uint64(r.res.Applied)
-	rb.src[i].Ignored += uint64(r.res.Ignored)
-	rb.src[i].Malformed += uint64(r.res.Malformed)
-	return nil
 }
 
 // applyBatch applies msgs with source i's ApplyBatch in one savepoint

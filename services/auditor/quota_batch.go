@@ -495,32 +495,10 @@ func execQuotaOnAs[T streams.Event](d *projection.Decoders, m jsrouter.Msg, of f
 	return env, of(ev), nil
 }
 
-// quotaDecoded is a decoded run of a quota consumer: its events, and the
-// executions they name.
-type quotaDecoded struct {
-	evs []quotaEvent
-	ids []string
-}
-
-// quotaBatch is a batch form in halves (projection.Source.DecodeBatch,
-// ApplyDecoded) and whole (ApplyBatch).
-type quotaBatch struct {
-	decode func([]jsrouter.Msg) (any, projection.BatchResult, error)
-	apply  func(context.Context, pgx.Tx, any) error
-}
-
-func (b quotaBatch) whole(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
-	d, res, err := b.decode(msgs)
-	if err != nil {
-		return res, err
-	}
-	return res, b.apply(ctx, tx, d)
-}
-
 // scheduleBatch is the batch form of the auditor-schedule consumer
 // (scheduleDecoder).
-func (a *auditor) scheduleBatch(consumer string) quotaBatch {
-	decode := func(msgs []jsrouter.Msg) (any, projection.BatchResult, error) {
+func (a *auditor) scheduleBatch(consumer string) projection.BatchApplier {
+	return func(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
 		evs, ids, res, err := decodeQuotaRun(msgs, func(env streams.Envelope) (quotaEvent, func(string) (string, bool), error) {
 			nd, ok, err := parseNodeDue(env)
 			if err != nil || !ok {
@@ -537,34 +515,29 @@ func (a *auditor) scheduleBatch(consumer string) quotaBatch {
 				return "", false
 			}, nil
 		}, nodeDueOn)
-		return quotaDecoded{evs, ids}, res, err
-	}
-	apply := func(ctx context.Context, tx pgx.Tx, decoded any) error {
-		d := decoded.(quotaDecoded)
-		if len(d.evs) == 0 {
-			return nil
+		if err != nil || len(evs) == 0 {
+			return res, err
 		}
-		r, err := a.newQuotaRun(ctx, tx, consumer, d.ids, nil)
+		r, err := a.newQuotaRun(ctx, tx, consumer, ids, nil)
 		if err != nil {
-			return err
+			return res, err
 		}
-		for _, ev := range d.evs {
+		for _, ev := range evs {
 			if ev.nd != nil {
 				if err := r.nodeDue(ctx, *ev.nd); err != nil {
-					return err
+					return res, err
 				}
 			}
 			r.watermark(ev.env.Time)
 		}
-		return r.finish(ctx)
+		return res, r.finish(ctx)
 	}
-	return quotaBatch{decode, apply}
 }
 
 // execQuotaBatch is the batch form of the auditor-quota-exec consumer
 // (execQuota).
-func (a *auditor) execQuotaBatch(consumer string) quotaBatch {
-	decode := func(msgs []jsrouter.Msg) (any, projection.BatchResult, error) {
+func (a *auditor) execQuotaBatch(consumer string) projection.BatchApplier {
+	return func(ctx context.Context, tx pgx.Tx, msgs []jsrouter.Msg) (projection.BatchResult, error) {
 		evs, ids, res, err := decodeQuotaRun(msgs, func(env streams.Envelope) (quotaEvent, func(string) (string, bool), error) {
 			q, ok, err := parseExecQuota(env)
 			if err != nil || !ok {
@@ -573,30 +546,25 @@ func (a *auditor) execQuotaBatch(consumer string) quotaBatch {
 			// facho.exec.{olt_id}.<phase>
 			return quotaEvent{exec: &q}, func(name string) (string, bool) { return q.olt, name == "olt_id" }, nil
 		}, execQuotaOn)
-		return quotaDecoded{evs, ids}, res, err
-	}
-	apply := func(ctx context.Context, tx pgx.Tx, decoded any) error {
-		d := decoded.(quotaDecoded)
-		if len(d.evs) == 0 {
-			return nil
+		if err != nil || len(evs) == 0 {
+			return res, err
 		}
 		var olts []string
-		for _, ev := range d.evs {
+		for _, ev := range evs {
 			if ev.exec != nil && ev.exec.streak != 0 {
 				olts = append(olts, ev.exec.olt)
 			}
 		}
-		r, err := a.newQuotaRun(ctx, tx, consumer, d.ids, olts)
+		r, err := a.newQuotaRun(ctx, tx, consumer, ids, olts)
 		if err != nil {
-			return err
+			return res, err
 		}
-		for _, ev := range d.evs {
+		for _, ev := range evs {
 			if ev.exec != nil {
 				r.exec(*ev.exec, ev.env.Time)
 			}
 			r.watermark(ev.env.Time)
 		}
-		return r.finish(ctx)
+		return res, r.finish(ctx)
 	}
-	return quotaBatch{decode, apply}
 }

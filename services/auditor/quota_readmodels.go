@@ -53,14 +53,12 @@ func (a *auditor) quotaReadModels() []projection.ReadModel {
 		src := projection.Source{Stream: c.stream, Consumer: c.name, Decode: projection.SubjectChecked(c.decode)}
 		switch c.name {
 		case streams.ConsumerAuditorSchedule:
-			b := a.scheduleBatch(c.name) // quota_batch.go
-			src.ApplyBatch, src.DecodeBatch, src.ApplyDecoded = b.whole, b.decode, b.apply
+			src.ApplyBatch = a.scheduleBatch(c.name) // quota_batch.go
 			src.Batch = quotaRebuildBatch
 			src.Partition = projection.SubjectToken(3) // facho.schedule.due.<olt>[.<class>]
 			quotas = append(quotas, src)
 		case streams.ConsumerAuditorQuotaExec:
-			b := a.execQuotaBatch(c.name)
-			src.ApplyBatch, src.DecodeBatch, src.ApplyDecoded = b.whole, b.decode, b.apply
+			src.ApplyBatch = a.execQuotaBatch(c.name)
 			src.Batch = quotaRebuildBatch
 			src.Partition = projection.SubjectToken(2) // facho.exec.<olt>.<phase>
 			quotas = append(quotas, src)
