@@ -113,15 +113,26 @@ func payloadField(payload any, name string) (string, bool) {
 	if v.Kind() != reflect.Struct {
 		return "", false
 	}
-	t := v.Type()
+	i := PayloadFieldIndex(v.Type(), name)
+	if i < 0 {
+		return "", false
+	}
+	return v.Field(i).String(), true
+}
+
+// PayloadFieldIndex is the index in struct type t of the field a subject
+// check reads for the subject's field name: the first exported, not
+// embedded string field whose json tag's name is name; -1: none. A caller
+// checking many events of one type keeps it (projection.Decoders).
+func PayloadFieldIndex(t reflect.Type, name string) int {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if tag == name && f.IsExported() && !f.Anonymous && f.Type.Kind() == reflect.String {
-			return v.Field(i).String(), true
+			return i
 		}
 	}
-	return "", false
+	return -1
 }
 
 // CheckSubjectWith is CheckSubject for an event whose data was decoded

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/facho-olt/facho/streams"
 )
 
 // Decoders is a cache of decoding plans for DecodeOnWith, one per type: a
@@ -40,8 +41,8 @@ type subjectField struct {
 }
 
 // payloadField is streams' payloadField (what CheckSubjectOf answers a
-// subject's field from) with the field's index found once per type: the
-// first exported, not embedded string field whose json tag's name is name.
+// subject's field from) with the field's index (streams.PayloadFieldIndex)
+// found once per type.
 func (d *Decoders) payloadField(v reflect.Value, name string) (string, bool) {
 	if v.Kind() != reflect.Struct {
 		return "", false
@@ -49,16 +50,7 @@ func (d *Decoders) payloadField(v reflect.Value, name string) (string, bool) {
 	k := subjectField{v.Type(), name}
 	i, ok := d.fields[k]
 	if !ok {
-		i = -1
-		t := v.Type()
-		for j := 0; j < t.NumField(); j++ {
-			f := t.Field(j)
-			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if tag == name && f.IsExported() && !f.Anonymous && f.Type.Kind() == reflect.String {
-				i = j
-				break
-			}
-		}
+		i = streams.PayloadFieldIndex(v.Type(), name)
 		d.fields[k] = i
 	}
 	if i < 0 {
