@@ -10,7 +10,6 @@ import (
 
 	"github.com/facho-olt/facho/pkg/jstest"
 	"github.com/facho-olt/facho/pkg/pgtest"
-	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/pkg/replay"
 	"github.com/facho-olt/facho/services/auditor"
 	"github.com/facho-olt/facho/streams"
@@ -80,17 +79,7 @@ func TestLateSkipOfAnEarlierAttemptDoesNotEndTheRetry(t *testing.T) {
 		want[c.id] = c.outcome
 	}
 	stop := startAuditor(t, env.JS, db, auditor.Config{LogFile: "-"}, func() time.Time { return h10.Add(30 * time.Minute) })
-	for _, c := range []struct{ stream, name string }{{streams.StreamSchedule, streams.ConsumerAuditorSchedule}, {streams.StreamExec, streams.ConsumerAuditorQuotaExec}} {
-		s, err := env.JS.Stream(ctx, c.stream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := s.CachedInfo().State.LastSeq
-		waitFor(t, c.name+" at the end of its stream", func() bool {
-			seq, err := projection.Checkpoint(ctx, db, c.name)
-			return err == nil && seq >= last
-		})
-	}
+	waitQuotaConsumers(ctx, t, env.JS, db)
 	stop()
 	check := func(when string) {
 		t.Helper()

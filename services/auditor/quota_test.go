@@ -46,6 +46,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitQuotaConsumers waits until both quota consumers (schedule and
+// execution events) have applied their streams up to the last message.
+func waitQuotaConsumers(ctx context.Context, t *testing.T, js jetstream.JetStream, db *pgxpool.Pool) {
+	t.Helper()
+	for _, c := range []struct{ stream, name string }{{streams.StreamSchedule, streams.ConsumerAuditorSchedule}, {streams.StreamExec, streams.ConsumerAuditorQuotaExec}} {
+		s, err := js.Stream(ctx, c.stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := s.CachedInfo().State.LastSeq
+		waitFor(t, c.name+" at the end of its stream", func() bool {
+			seq, err := projection.Checkpoint(ctx, db, c.name)
+			return err == nil && seq >= last
+		})
+	}
+}
+
 // receiver is a webhook endpoint that answers 500 to the first request of
 // each notification and 200 to the others, and verifies every signature.
 type receiver struct {
@@ -428,17 +445,7 @@ func TestQuotaTrackersReplayToTheSameRows(t *testing.T) {
 	run := func() {
 		stop := startAuditor(t, env.JS, db, auditor.Config{LogFile: "-"}, func() time.Time { return h10.Add(30 * time.Minute) })
 		defer stop()
-		for _, c := range []struct{ stream, name string }{{streams.StreamSchedule, streams.ConsumerAuditorSchedule}, {streams.StreamExec, streams.ConsumerAuditorQuotaExec}} {
-			s, err := env.JS.Stream(ctx, c.stream)
-			if err != nil {
-				t.Fatal(err)
-			}
-			last := s.CachedInfo().State.LastSeq
-			waitFor(t, c.name+" at the end of its stream", func() bool {
-				seq, err := projection.Checkpoint(ctx, db, c.name)
-				return err == nil && seq >= last
-			})
-		}
+		waitQuotaConsumers(ctx, t, env.JS, db)
 	}
 	snapshot := func() string {
 		var s string
