@@ -149,7 +149,9 @@ type Table struct {
 	// the live table's unique indexes (the key, what ON CONFLICT names):
 	// the others serve readers of the live table, and every row the
 	// rebuild writes would pay for each. Only for a table the model's
-	// statements look up by a unique index alone.
+	// statements look up by a unique index alone. Its Generated columns
+	// stay empty in the shadow (no default, no index over them): nothing
+	// reads them there.
 	ShadowUniqueOnly bool
 }
 

@@ -394,9 +394,62 @@ func (rb *rebuild) createShadow(ctx context.Context) error {
 					return fmt.Errorf("drop shadow index %s: %w", i, err)
 				}
 			}
+			if err := rb.shadowWithoutGenerated(ctx, tx, t); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
+}
+
+// shadowWithoutGenerated leaves t's Generated columns empty in the
+// shadow (a ShadowUniqueOnly table): no default, no NOT NULL, no unique
+// index or constraint over them (a bigserial primary key). The swap
+// neither compares nor copies them, and the model's statements look rows
+// up by the key, so every row the rebuild writes would pay for a
+// sequence draw and an index entry nobody reads: a fifth of a COPY of
+// coordinator logs.
+func (rb *rebuild) shadowWithoutGenerated(ctx context.Context, tx pgx.Tx, t projection.Table) error {
+	name := pgx.Identifier{t.Name}.Sanitize()
+	for _, c := range t.Generated {
+		// Constraints first (a primary key's index goes with it), then any
+		// other unique index over the column.
+		rows, err := tx.Query(ctx, `SELECT con.conname FROM pg_constraint con
+			JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = ANY(con.conkey)
+			WHERE con.conrelid = ($1 || '.' || $2)::regclass AND con.contype IN ('p', 'u') AND a.attname = $3`, rb.shadow, name, c)
+		if err != nil {
+			return fmt.Errorf("constraints of shadow %s.%s: %w", t.Name, c, err)
+		}
+		cons, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("constraints of shadow %s.%s: %w", t.Name, c, err)
+		}
+		for _, con := range cons {
+			if _, err := tx.Exec(ctx, `ALTER TABLE `+rb.shadow+`.`+name+` DROP CONSTRAINT `+pgx.Identifier{con}.Sanitize()); err != nil {
+				return fmt.Errorf("drop shadow constraint %s: %w", con, err)
+			}
+		}
+		rows, err = tx.Query(ctx, `SELECT ci.relname FROM pg_index i JOIN pg_class ci ON ci.oid = i.indexrelid
+			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+			WHERE i.indrelid = ($1 || '.' || $2)::regclass AND a.attname = $3`, rb.shadow, name, c)
+		if err != nil {
+			return fmt.Errorf("indexes of shadow %s.%s: %w", t.Name, c, err)
+		}
+		idx, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("indexes of shadow %s.%s: %w", t.Name, c, err)
+		}
+		for _, i := range idx {
+			if _, err := tx.Exec(ctx, `DROP INDEX `+rb.shadow+`.`+pgx.Identifier{i}.Sanitize()); err != nil {
+				return fmt.Errorf("drop shadow index %s: %w", i, err)
+			}
+		}
+		col := pgx.Identifier{c}.Sanitize()
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+rb.shadow+`.`+name+` ALTER COLUMN `+col+` DROP DEFAULT, ALTER COLUMN `+col+` DROP NOT NULL`); err != nil {
+			return fmt.Errorf("shadow %s.%s without its values: %w", t.Name, c, err)
+		}
+	}
+	return nil
 }
 
 // shadowSequences gives the shadow's sequence-filled columns sequences
@@ -409,6 +462,9 @@ func (rb *rebuild) shadowSequences(ctx context.Context, tx pgx.Tx) error {
 	own := map[string][]string{}
 	for _, t := range rb.model.Tables {
 		own[t.Name] = t.Generated
+		if t.ShadowUniqueOnly {
+			own[t.Name] = nil // left empty: shadowWithoutGenerated
+		}
 	}
 	for _, t := range rb.allTables() {
 		generated, isModel := own[t]

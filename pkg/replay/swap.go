@@ -76,6 +76,12 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 	}
 	rep.Phases.SwapApply = time.Since(phase)
 	phase = time.Now()
+	// The compare and the copy hash-join the whole shadow with the live
+	// table: with the default 4 MB the hash of 100k coordinator logs went
+	// to disk in four batches.
+	if _, err := tx.Exec(ctx, `SET LOCAL work_mem TO '64MB'`); err != nil {
+		return fmt.Errorf("swap memory: %w", err)
+	}
 	rep.Identical = true
 	for _, t := range rb.model.Tables {
 		tr, err := rb.compare(ctx, tx, t.Name, t.Key, t.Ignore)
