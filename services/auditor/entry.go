@@ -235,6 +235,14 @@ var secretWords = [...]string{"community", "password", "passwd", "secret", "toke
 // and looking for each word, otherwise by the regexp (Unicode folding:
 // the Kelvin sign is a k).
 func isSecretKey(k string) bool {
+	switch k {
+	case "execution_id", "job_id", "poller_id", "attempt", "lease_revision", "started_at", "finished_at",
+		"duration_ms", "varbinds", "batches", "error", "retryable", "reason", "scheduled_at", "skipped_at",
+		"aborted_at", "detected_by", "interrupted_at", "cancelled":
+		// The execution entries' keys (fromExec): none is a secret, and
+		// every rebuilt entry asks about each of them.
+		return false
+	}
 	var buf [64]byte
 	if len(k) > len(buf) {
 		return secretKey.MatchString(k)
@@ -262,6 +270,16 @@ func sanitizeMap(m map[string]any) map[string]any {
 	if m == nil {
 		return map[string]any{}
 	}
+	if cleanMap(m) {
+		// The usual case (every entry of a rebuild): nothing to redact or
+		// strip, and a copy would be the same map.
+		return m
+	}
+	return sanitizeMapCopy(m)
+}
+
+// sanitizeMapCopy is sanitizeMap by making a new map, always.
+func sanitizeMapCopy(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		if isSecretKey(k) {
@@ -271,6 +289,34 @@ func sanitizeMap(m map[string]any) map[string]any {
 		out[k] = sanitizeValue(v)
 	}
 	return out
+}
+
+// cleanMap reports whether sanitizeMap would return m unchanged: no
+// secret key and no string sanitizeString changes, at any depth.
+func cleanMap(m map[string]any) bool {
+	for k, v := range m {
+		if isSecretKey(k) || !cleanValue(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func cleanValue(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return x != nil && cleanMap(x) // sanitizeMap makes a nil map {}
+	case []any:
+		for _, e := range x {
+			if !cleanValue(e) {
+				return false
+			}
+		}
+		return x != nil // sanitizeValue makes a nil slice []
+	case string:
+		return len(x) <= 4000 && !hasControl(x)
+	}
+	return true
 }
 
 func sanitizeValue(v any) any {

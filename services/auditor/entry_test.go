@@ -2,6 +2,7 @@ package auditor
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,59 @@ func TestSanitizeCutsOnCharacterBoundaries(t *testing.T) {
 	}
 	if len(e.EventType) > 64 || !strings.HasPrefix(e.EventType, strings.Repeat("E", 63)) {
 		t.Errorf("event type %q", e.EventType)
+	}
+}
+
+// sanitizeMap returns a clean map as it is instead of a copy: it must be
+// what the copy would be, for clean and unclean maps alike.
+func TestSanitizeMapWithoutCopyEqualsCopy(t *testing.T) {
+	at := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	cases := map[string]map[string]any{
+		"clean":              {"execution_id": "e1", "attempt": 2, "started_at": at, "ok": true, "n": nil},
+		"nested clean":       {"a": map[string]any{"b": []any{"x", 1.5, map[string]any{"c": "d"}}}},
+		"secret key":         {"execution_id": "e1", "api_token": "t"},
+		"nested secret":      {"a": map[string]any{"Community": "public"}},
+		"secret in list":     {"a": []any{map[string]any{"password": "p"}}},
+		"control character":  {"error": "line\nnext"},
+		"escape in list":     {"a": []any{"ok", "\x1b[31m"}},
+		"long string":        {"error": strings.Repeat("x", 4001)},
+		"exactly 4000":       {"error": strings.Repeat("x", 4000)},
+		"nil nested map":     {"a": map[string]any(nil)},
+		"nil nested list":    {"a": []any(nil)},
+		"unicode secret key": {"passwοrd": "greek omicron: not a secret", "\u212aey_secret": "s"},
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, want := sanitizeMap(m), sanitizeMapCopy(m)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("sanitizeMap = %#v, the copy = %#v", got, want)
+			}
+		})
+	}
+	if got := sanitizeMap(nil); got == nil || len(got) != 0 {
+		t.Errorf("sanitizeMap(nil) = %#v, want an empty map", got)
+	}
+}
+
+// isSecretKey answers the execution entries' keys without the word
+// search: each answer must be the regexp's.
+func TestIsSecretKeyOfExecutionEntries(t *testing.T) {
+	at := time.Now()
+	entries := []Entry{
+		startedEntry(at, streams.ExecutionStarted{}), succeededEntry(at, streams.ExecutionSucceeded{}),
+		failedEntry(at, streams.ExecutionFailed{}), skippedEntry(at, streams.ExecutionSkipped{}),
+		abortedEntry(at, streams.ExecutionAborted{}), interruptedEntry(at, streams.ExecutionInterrupted{}),
+	}
+	for _, e := range entries {
+		for k := range e.Details {
+			if got, want := isSecretKey(k), secretKey.MatchString(k); got != want {
+				t.Errorf("isSecretKey(%q) = %v, the regexp says %v", k, got, want)
+			}
+		}
+	}
+	for _, k := range []string{"community", "x_Password", "token", "CREDENTIALS", "execution_idsecret", "job_id"} {
+		if got, want := isSecretKey(k), secretKey.MatchString(k); got != want {
+			t.Errorf("isSecretKey(%q) = %v, the regexp says %v", k, got, want)
+		}
 	}
 }
