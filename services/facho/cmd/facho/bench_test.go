@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -166,7 +167,9 @@ func benchStream(b *testing.B, c string, n int) (jetstream.JetStream, map[string
 // coordinator_logs` and `facho rebuild quotas`; each tool's messages per
 // second is also printed as a ratio to the plain read of its stream. Each
 // rebuild also prints where its time went (replay.Phases: the bulk pass,
-// catch-up, and the swap's apply, compare and copy).
+// catch-up, and the swap's apply, compare and copy), and runs with the
+// options and garbage collector settings `facho rebuild` runs with
+// (rebuildGC), as the command would.
 func BenchmarkStreamTools(b *testing.B) {
 	const batches = 1000
 	_, rawDisks, varbinds := benchStream(b, streams.CompressionNone, batches)
@@ -257,6 +260,7 @@ func BenchmarkStreamTools(b *testing.B) {
 		var r replay.Report
 		rate(what+" (again: live equal)", "msgs", n, func() error {
 			var err error
+			defer rebuildGC(os.Getenv)()
 			r, err = replay.Rebuild(ctx, js, pool, m, replay.RebuildOptions{Log: zerolog.Nop()})
 			return err
 		})
@@ -267,6 +271,7 @@ func BenchmarkStreamTools(b *testing.B) {
 	}
 	rate("facho rebuild onu_data", "msgs", batches, func() error {
 		var err error
+		defer rebuildGC(os.Getenv)()
 		rep, err = replay.Rebuild(ctx, js, pool, models[0], replay.RebuildOptions{Log: zerolog.Nop()})
 		return err
 	})
@@ -333,6 +338,7 @@ func BenchmarkStreamTools(b *testing.B) {
 	})
 	rate("facho rebuild executions", "msgs", n+execs, func() error {
 		var err error
+		defer rebuildGC(os.Getenv)()
 		rep, err = replay.Rebuild(ctx, js, pool, models[1], replay.RebuildOptions{Log: zerolog.Nop()})
 		return err
 	})
@@ -350,6 +356,7 @@ func BenchmarkStreamTools(b *testing.B) {
 		case auditor.ReadModelCoordinatorLogs:
 			rate("facho rebuild coordinator_logs", "msgs", n, func() error {
 				var err error
+				defer rebuildGC(os.Getenv)()
 				rep, err = replay.Rebuild(ctx, js, pool, m, replay.RebuildOptions{Log: zerolog.Nop()})
 				return err
 			})
@@ -359,6 +366,7 @@ func BenchmarkStreamTools(b *testing.B) {
 			// The NodeDue and the execution events (no OLT or audit event).
 			rate("facho rebuild quotas", "msgs", n+execs, func() error {
 				var err error
+				defer rebuildGC(os.Getenv)()
 				rep, err = replay.Rebuild(ctx, js, pool, m, replay.RebuildOptions{Log: zerolog.Nop()})
 				return err
 			})
