@@ -202,8 +202,10 @@ func failedEvent(e streams.ExecutionFailed) execEvent {
 }
 
 func skippedEvent(e streams.ExecutionSkipped) execEvent {
-	// No attempt and no lease: nothing ran.
-	return execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID,
+	// No lease: nothing ran. The attempt is the skipped dispatch's, for
+	// forward only (is it the retry's or a stale one?): a skip writes no
+	// attempt.
+	return execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
 		Status: StatusSkipped, ScheduledAt: timePtr(e.ScheduledAt), FinishedAt: timePtr(e.SkippedAt), Error: e.Reason}
 }
 
@@ -277,7 +279,7 @@ func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) 
 	case err != nil:
 		return false, fmt.Errorf("read execution %s: %w", ev.ID, err)
 	default:
-		if ev.LeaseRevision < uint64(rev) || !forward(attempt, status, ev.Attempt, ev.Status) {
+		if fenced(ev, rev) || !forward(attempt, status, ev.Attempt, ev.Status) {
 			if ev.Status == StatusInterrupted {
 				// A newer attempt already runs: the interrupted one still
 				// ends in its own row.
@@ -346,10 +348,25 @@ func interruptAttempt(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 	return nil
 }
 
-// applySkipped records a skipped or aborted execution: no attempt ran, so
-// there is no execution_attempts row; finished_at is when it was skipped or
-// aborted and error says why. The caller has checked the move is forward
-// (from nothing, PENDING or a duplicate).
+// fenced reports whether ev comes from an older lease than the recorded
+// revision (a stale poller: the fencing token). A skip or an abort took no
+// lease (revision 0): forward alone judges it, so the skip of a retry ends
+// an execution whose failed attempt held a lease.
+func fenced(ev execEvent, rev int64) bool {
+	if ev.Status == StatusSkipped || ev.Status == StatusAborted {
+		return false
+	}
+	return ev.LeaseRevision < uint64(rev)
+}
+
+// applySkipped records a skipped or aborted execution: the skipped or
+// aborted dispatch ran nothing, so it has no execution_attempts row;
+// finished_at is when it was skipped or aborted and error says why. The
+// caller has checked the move is forward (from nothing, PENDING, a
+// duplicate, or the skip of a retry). After a retry's skip, attempt,
+// lease_revision, started_at and duration_ms stay the last attempt that
+// ran: attempt always names an execution_attempts row (what ran, and how
+// it ended), and the lease still fences that attempt's late events.
 func applySkipped(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 	_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, poller_id, scheduled_at, finished_at, error, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
@@ -367,17 +384,19 @@ func applySkipped(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 // (curAttempt, curStatus): a later attempt always may; within an attempt the
 // state only moves up, and a final state is not replaced by another.
 // SKIPPED and ABORTED are final for the whole execution, not just an
-// attempt: they only replace PENDING (a skip after a run began is a stale
-// redelivery; the run's own outcome stands), and nothing but a duplicate
-// replaces them. INTERRUPTED is final for its attempt only (a redelivered
-// NodeDue's newer attempt still runs; after the planner's cancellation none
-// follows).
+// attempt, and nothing but a duplicate replaces them. They replace PENDING;
+// a skip after a run began is a stale redelivery (the run's own outcome
+// stands), except the skip of a retry (retrySkip). INTERRUPTED is final for
+// its attempt only (a redelivered NodeDue's newer attempt still runs; after
+// the planner's cancellation none follows).
 func forward(curAttempt int, curStatus string, attempt int, status string) bool {
 	switch {
 	case curStatus == StatusSkipped || curStatus == StatusAborted:
 		// Nothing ran and nothing will: final for the execution.
 		return status == curStatus
-	case status == StatusSkipped || status == StatusAborted:
+	case status == StatusSkipped:
+		return curStatus == StatusPending || retrySkip(curAttempt, curStatus, attempt)
+	case status == StatusAborted:
 		return curStatus == StatusPending
 	}
 	if attempt != curAttempt {
@@ -390,6 +409,23 @@ func forward(curAttempt int, curStatus string, attempt int, status string) bool 
 		return status == curStatus
 	}
 	return r >= cr
+}
+
+// retrySkip reports whether a skip carrying attempt (its dispatch's
+// number) ends an execution whose last attempt, curAttempt, ended
+// curStatus. The planner (onFinish, Queues.Earlier) ends the execution on
+// a skip unless its attempt is below the dispatch in flight; the read
+// model knows the last attempt that ran, not the dispatch, but every
+// attempt of a dispatch is numbered at least the dispatch's. So after a
+// FAILED or INTERRUPTED attempt (a retry pending), a skip above it is the
+// retry's: SKIPPED. At or below it, it is a stale delivery of a dispatch
+// that ran (or a lost attempt's redelivery, which the planner turns into
+// INTERRUPTED and retries); without attempt (0, before the field) it
+// cannot be told from a stale one. Both are ignored: SKIPPED is final, and
+// a wrong one would hide the retry's run. After RUNNING or SUCCESS what
+// ran stands.
+func retrySkip(curAttempt int, curStatus string, attempt int) bool {
+	return (curStatus == StatusFailed || curStatus == StatusInterrupted) && attempt > curAttempt
 }
 
 // The set-based form of the executions projection, for a rebuild
@@ -649,7 +685,7 @@ func loadExecState(ctx context.Context, tx pgx.Tx, ids []string) (*execState, er
 // apply is applyExecEvent in memory.
 func (st *execState) apply(ev execEvent) (bool, error) {
 	r := st.rows[ev.ID]
-	if r != nil && (ev.LeaseRevision < uint64(r.LeaseRevision) || !forward(r.Attempt, r.Status, ev.Attempt, ev.Status)) {
+	if r != nil && (fenced(ev, r.LeaseRevision) || !forward(r.Attempt, r.Status, ev.Attempt, ev.Status)) {
 		if ev.Status == StatusInterrupted {
 			st.interruptAttempt(ev)
 		}

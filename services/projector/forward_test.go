@@ -47,6 +47,26 @@ func TestForward(t *testing.T) {
 		{"skipped is not replaced by a later started", 0, StatusSkipped, 1, StatusRunning, false},
 		{"skipped is not replaced by a later success", 0, StatusSkipped, 2, StatusSuccess, false},
 		{"skipped is not replaced by failed", 0, StatusSkipped, 1, StatusFailed, false},
+
+		// A skip carries the skipped NodeDue's attempt (the planner's
+		// dispatch). Above the recorded attempt, after that attempt ended
+		// failed or interrupted, it is the retry's: it ends the execution,
+		// as the planner ends it.
+		{"skip of the retry after failed", 1, StatusFailed, 2, StatusSkipped, true},
+		{"skip of a later retry after failed", 2, StatusFailed, 4, StatusSkipped, true},
+		{"skip of the retry after interrupted", 1, StatusInterrupted, 2, StatusSkipped, true},
+		{"duplicate skip of the retry", 1, StatusSkipped, 2, StatusSkipped, true},
+		{"skip of the failed attempt's own dispatch (stale)", 1, StatusFailed, 1, StatusSkipped, false},
+		{"skip of an older attempt than the failed one (stale)", 3, StatusFailed, 2, StatusSkipped, false},
+		{"skip of the interrupted attempt's dispatch (its redelivery)", 1, StatusInterrupted, 1, StatusSkipped, false},
+		{"skip of an older attempt than the one running (stale)", 2, StatusRunning, 1, StatusSkipped, false},
+		{"skip of the running attempt", 2, StatusRunning, 2, StatusSkipped, false},
+		{"skip above the running attempt", 1, StatusRunning, 2, StatusSkipped, false},
+		{"skip above the succeeded attempt", 1, StatusSuccess, 2, StatusSkipped, false},
+		{"skip of the retry after aborted", 0, StatusAborted, 2, StatusSkipped, false},
+		{"abort above the failed attempt", 1, StatusFailed, 2, StatusAborted, false},
+		{"late failure of the skipped retry's previous attempt", 1, StatusSkipped, 1, StatusFailed, false},
+		{"started after the retry's skip", 1, StatusSkipped, 2, StatusRunning, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := forward(tc.curAttempt, tc.curStatus, tc.attempt, tc.status); got != tc.want {

@@ -13,7 +13,8 @@ import (
 )
 
 // mixedExecs publishes executions [0, n) in every shape the executions
-// projection knows, in stream order as they could arrive: retries,
+// projection knows, in stream order as they could arrive: retries (the
+// retry skipped, or a stale skip of the failed attempt while it runs),
 // skipped, aborted, interrupted (of the current attempt and of a
 // superseded one), redeliveries, stale lease revisions, a terminal event
 // before its start, NodeDue redelivered or missing, gets with per-ONU
@@ -62,10 +63,25 @@ func (g *workGen) mixedExecs(from, to int) int {
 			g.pub(streams.SubjectNodeDue(olt), due)
 			started(1, rev)
 			succeeded(1, rev)
-		case 1: // retried
+		case 1: // retried; or the retry skipped; or a stale skip while it runs
 			g.pub(streams.SubjectNodeDue(olt), due)
 			started(1, rev)
 			failed(1, rev, true)
+			skipped := func(a int) {
+				exec(streams.SubjectExec(olt, streams.PhaseSkipped), streams.ExecutionSkipped{ExecutionID: id, JobID: "job-1", OLTID: olt,
+					PollerID: "poller-9", Attempt: a, ScheduledAt: at, SkippedAt: at.Add(time.Minute), Reason: "superseded"})
+			}
+			switch i / 12 % 3 {
+			case 1: // the retry skipped: SKIPPED, its duplicate ignored
+				skipped(2)
+				skipped(2)
+				continue
+			case 2: // a stale skip of attempt 1 while attempt 2 runs
+				started(2, rev+1)
+				skipped(1)
+				succeeded(2, rev+1)
+				continue
+			}
 			started(2, rev+1)
 			succeeded(2, rev+1)
 		case 2: // skipped before it started
@@ -199,6 +215,7 @@ func TestRebuildBatchEqualsPerMessage(t *testing.T) {
 	for q, want := range map[string]int64{
 		`SELECT count(*) FROM executions WHERE status = 'SKIPPED'`:                                           int64(execs / 12),
 		`SELECT count(*) FROM executions WHERE status = 'ABORTED'`:                                           int64(execs / 12),
+		`SELECT count(*) FROM executions WHERE status = 'SKIPPED' AND attempt = 1`:                           int64(execs / 36),
 		`SELECT count(*) FROM execution_attempts WHERE status = 'INTERRUPTED'`:                               int64(execs / 12 * 2),
 		`SELECT count(*) FROM executions WHERE status = 'FAILED' AND dead_lettered_batches > 0`:              int64(execs / 120),
 		`SELECT count(*) FROM executions WHERE onu_failures IS NOT NULL`:                                     int64(execs / 4),
