@@ -52,15 +52,16 @@ func keyOf(olt, task string, start time.Time) quotaKey {
 func (k quotaKey) next() quotaKey { return quotaKey{k.olt, k.task, k.start + 3600} }
 
 // qexecRow is a quota_executions row in memory (start nil: no NodeDue
-// yet, it counts in no tracker).
+// yet, it counts in no tracker); stored: the table has it (read, or
+// written by the run).
 type qexecRow struct {
-	olt, task, kind, name string
-	interval              *int32
-	scheduled, start      *time.Time
-	outcome               string
-	attempt               int32
-	duration              *int64
-	dirty                 bool
+	id, olt, task, kind, name string
+	interval                  *int32
+	scheduled, start          *time.Time
+	outcome                   string
+	attempt                   int32
+	duration                  *int64
+	dirty, stored             bool
 }
 
 // streakRow is a failure_streaks row in memory.
@@ -76,7 +77,7 @@ type quotaRun struct {
 	a        *auditor
 	tx       pgx.Tx
 	consumer string
-	rows     map[string]*qexecRow  // quota_executions by execution_id; nil: no row
+	rows     map[string]*qexecRow  // quota_executions by execution_id
 	streaks  map[string]*streakRow // failure_streaks by olt_id; nil: no row
 	dirty    map[quotaKey]bool
 	order    []quotaKey // dirty, in the order first touched
@@ -91,12 +92,11 @@ func (a *auditor) newQuotaRun(ctx context.Context, tx pgx.Tx, consumer string, i
 	b.Queue(`SELECT execution_id, olt_id, task_type, job_kind, job_name, interval_seconds, scheduled_at, period_start, outcome, attempt, duration_ms
 		FROM quota_executions WHERE execution_id = ANY($1)`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			var id string
-			q := &qexecRow{}
-			if err := rows.Scan(&id, &q.olt, &q.task, &q.kind, &q.name, &q.interval, &q.scheduled, &q.start, &q.outcome, &q.attempt, &q.duration); err != nil {
+			q := &qexecRow{stored: true}
+			if err := rows.Scan(&q.id, &q.olt, &q.task, &q.kind, &q.name, &q.interval, &q.scheduled, &q.start, &q.outcome, &q.attempt, &q.duration); err != nil {
 				return err
 			}
-			r.rows[id] = q
+			r.rows[q.id] = q
 		}
 		return rows.Err()
 	})
@@ -146,35 +146,59 @@ func (r *quotaRun) flush(ctx context.Context, only map[quotaKey]bool) error {
 	return nil
 }
 
-// writeExecutions upserts the changed quota_executions rows.
+// writeExecutions writes the changed quota_executions rows: those in the
+// table are deleted, then all are copied in. An upsert of them (INSERT
+// ... ON CONFLICT DO UPDATE from parameter arrays) leaves the same rows
+// at a higher cost to Postgres, which is on the same cores: a conflict
+// check per row, and each update's index entries try a bottom-up
+// deletion that cannot free anything (the old versions are the run's
+// own); COPY also skips the arrays' unnesting. 10,000 rows of 60,000 in
+// psql: 90-150 ms upserted, 45-110 ms deleted and inserted; the quotas'
+// rebuild of 150,000 events: 0.93-1.03 s of Postgres CPU, 0.80-0.89 s.
+// An execution_id another worker's run inserted meanwhile (an execution
+// whose events name two OLTs, which the partition by OLT takes not to
+// happen) fails the copy with a unique violation, and the rebuild
+// applies that run message by message.
 func (r *quotaRun) writeExecutions(ctx context.Context) error {
-	var (
-		ids, olts, tasks, kinds, names, outcomes []string
-		intervals, attempts                      []*int32
-		scheds, starts                           []*time.Time
-		durs                                     []*int64
-	)
-	for id, q := range r.rows {
-		if q == nil || !q.dirty {
+	var gone []string
+	rows := make([]*qexecRow, 0, len(r.rows))
+	for _, q := range r.rows {
+		if !q.dirty {
 			continue
 		}
 		q.dirty = false
-		att := q.attempt
-		ids, olts, tasks, kinds, names, outcomes = append(ids, id), append(olts, q.olt), append(tasks, q.task), append(kinds, q.kind), append(names, q.name), append(outcomes, q.outcome)
-		intervals, attempts, scheds, starts, durs = append(intervals, q.interval), append(attempts, &att), append(scheds, q.scheduled), append(starts, q.start), append(durs, q.duration)
+		if q.stored {
+			gone = append(gone, q.id)
+		}
+		q.stored = true
+		rows = append(rows, q)
 	}
-	if len(ids) == 0 {
+	if len(rows) == 0 {
 		return nil
 	}
-	_, err := r.tx.Exec(ctx, `INSERT INTO quota_executions (execution_id, olt_id, task_type, job_kind, job_name, interval_seconds, scheduled_at, period_start, outcome, attempt, duration_ms)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int4[], $7::timestamptz[], $8::timestamptz[], $9::text[], $10::int4[], $11::int8[])
-		ON CONFLICT (execution_id) DO UPDATE SET olt_id = EXCLUDED.olt_id, task_type = EXCLUDED.task_type, job_kind = EXCLUDED.job_kind,
-			job_name = EXCLUDED.job_name, interval_seconds = EXCLUDED.interval_seconds, scheduled_at = EXCLUDED.scheduled_at,
-			period_start = EXCLUDED.period_start, outcome = EXCLUDED.outcome, attempt = EXCLUDED.attempt, duration_ms = EXCLUDED.duration_ms,
-			updated_at = now()`,
-		ids, olts, tasks, kinds, names, intervals, scheds, starts, outcomes, attempts, durs)
+	if len(gone) > 0 {
+		if _, err := r.tx.Exec(ctx, `DELETE FROM quota_executions WHERE execution_id = ANY($1)`, gone); err != nil {
+			return fmt.Errorf("replace %d quota executions: %w", len(gone), err)
+		}
+	}
+	// updated_at: its default, now(), as the upserts set it.
+	columns := []string{"execution_id", "olt_id", "task_type", "job_kind", "job_name", "interval_seconds", "scheduled_at",
+		"period_start", "outcome", "attempt", "duration_ms"}
+	vals := make([]any, len(columns))
+	i := 0
+	// Pointers into the rows: boxing them allocates nothing.
+	_, err := r.tx.CopyFrom(ctx, pgx.Identifier{"quota_executions"}, columns, pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(rows) {
+			return nil, nil
+		}
+		q := rows[i]
+		i++
+		vals[0], vals[1], vals[2], vals[3], vals[4], vals[5] = &q.id, &q.olt, &q.task, &q.kind, &q.name, q.interval
+		vals[6], vals[7], vals[8], vals[9], vals[10] = q.scheduled, q.start, &q.outcome, &q.attempt, q.duration
+		return vals, nil
+	}))
 	if err != nil {
-		return fmt.Errorf("write %d quota executions: %w", len(ids), err)
+		return fmt.Errorf("write %d quota executions: %w", len(rows), err)
 	}
 	return nil
 }
@@ -254,7 +278,7 @@ func (r *quotaRun) nodeDue(ctx context.Context, nd streams.NodeDue) error {
 	}
 	// nodeDueSQL in memory.
 	if row == nil {
-		row = &qexecRow{olt: nd.OLTID, task: nd.JobID, outcome: outcomePending}
+		row = &qexecRow{id: nd.ExecutionID, olt: nd.OLTID, task: nd.JobID, outcome: outcomePending}
 		r.rows[nd.ExecutionID] = row
 	}
 	interval, scheduled := int32(nd.IntervalSeconds), nd.ScheduledAt
@@ -270,7 +294,7 @@ func (r *quotaRun) exec(q execQuotaEvent, at time.Time) {
 	row := r.rows[q.execID]
 	switch {
 	case row == nil:
-		row = &qexecRow{olt: q.olt, task: q.job, outcome: q.outcome, attempt: int32(q.attempt), duration: q.duration, dirty: true}
+		row = &qexecRow{id: q.execID, olt: q.olt, task: q.job, outcome: q.outcome, attempt: int32(q.attempt), duration: q.duration, dirty: true}
 		r.rows[q.execID] = row
 	case q.replaces(row.outcome, row.attempt):
 		row.outcome, row.attempt, row.dirty = q.outcome, max(row.attempt, int32(q.attempt)), true
