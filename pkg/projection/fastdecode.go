@@ -27,11 +27,12 @@ import (
 type Decoders struct {
 	plans  map[reflect.Type]*typePlan
 	fields map[subjectField]int
+	reused map[reflect.Type]any // DecodeOnReused's envelope (*onEnvelope[T]) per T
 }
 
 // NewDecoders returns an empty plan cache.
 func NewDecoders() *Decoders {
-	return &Decoders{plans: map[reflect.Type]*typePlan{}, fields: map[subjectField]int{}}
+	return &Decoders{plans: map[reflect.Type]*typePlan{}, fields: map[subjectField]int{}, reused: map[reflect.Type]any{}}
 }
 
 // subjectField is a payload type's field a subject names.
@@ -223,14 +224,18 @@ func plainName(name string) bool {
 	return name != ""
 }
 
-// decodeFast decodes b into v (a pointer's element, zero) by v's plan;
-// false: the fast path gave up, v may be partly written.
-func (d *Decoders) decodeFast(b []byte, v reflect.Value) bool {
+// decodeFast decodes b into v (a pointer's element) by v's plan; false:
+// the fast path gave up, v may be partly written. v is zero, or (reuse)
+// holds what an earlier decode left: its slices, maps and pointers are
+// written over and a string equal to the one there is kept, so a message
+// much like the one before allocates little; what is absent from b is
+// zeroed. Either way v ends as a decode into a zero value would leave it.
+func (d *Decoders) decodeFast(b []byte, v reflect.Value, reuse bool) bool {
 	p := d.plan(v.Type())
 	if p.kind == kindUnsupported {
 		return false
 	}
-	s := scanner{b: b}
+	s := scanner{b: b, reuse: reuse}
 	if !s.value(p, v) {
 		return false
 	}
@@ -242,6 +247,7 @@ type scanner struct {
 	b     []byte
 	i     int
 	depth int
+	reuse bool // the value holds an earlier decode (decodeFast)
 }
 
 // maxDepth bounds the nesting the fast path follows (encoding/json
@@ -348,13 +354,16 @@ func (s *scanner) value(p *typePlan, v reflect.Value) bool {
 		if !ok {
 			return false
 		}
-		v.SetString(string(str))
+		if !s.reuse || v.String() != string(str) { // the comparison allocates nothing
+			v.SetString(string(str))
+		}
 		return true
 	case kindBool:
 		switch {
 		case s.literal("true"):
 			v.SetBool(true)
 		case s.literal("false"):
+			v.SetBool(false)
 		default:
 			return false
 		}
@@ -401,6 +410,9 @@ func (s *scanner) value(p *typePlan, v reflect.Value) bool {
 		t, ok := v.Addr().Interface().(*time.Time)
 		return ok && t.UnmarshalJSON(s.b[start:s.i]) == nil
 	case kindPtr:
+		if s.reuse && !v.IsNil() {
+			return s.value(p.elem, v.Elem())
+		}
 		e := reflect.New(p.t.Elem())
 		if !s.value(p.elem, e.Elem()) {
 			return false
@@ -417,8 +429,8 @@ func (s *scanner) value(p *typePlan, v reflect.Value) bool {
 	return false
 }
 
-// array decodes an array into the slice v (nil): an empty array makes an
-// empty slice, as encoding/json does.
+// array decodes an array into the slice v: an empty array makes an empty
+// slice, as encoding/json does. Reused, v's array is written over.
 func (s *scanner) array(p *typePlan, v reflect.Value) bool {
 	if !s.literal("[") {
 		return false
@@ -427,15 +439,27 @@ func (s *scanner) array(p *typePlan, v reflect.Value) bool {
 		return false
 	}
 	defer func() { s.depth-- }()
-	out := reflect.MakeSlice(p.t, 0, 0)
+	var out reflect.Value
+	if s.reuse && !v.IsNil() {
+		out = v.Slice(0, 0)
+	} else {
+		out = reflect.MakeSlice(p.t, 0, 0)
+	}
 	s.ws()
 	if s.literal("]") {
 		v.Set(out)
 		return true
 	}
 	for {
-		out = reflect.Append(out, reflect.Zero(p.t.Elem()))
-		if !s.value(p.elem, out.Index(out.Len()-1)) {
+		// An element within the capacity is zero (growslice zeroes the
+		// rest of a new array) or, reused, what an earlier decode left.
+		n := out.Len()
+		if n < out.Cap() {
+			out = out.Slice(0, n+1)
+		} else {
+			out = reflect.Append(out, reflect.Zero(p.t.Elem()))
+		}
+		if !s.value(p.elem, out.Index(n)) {
 			return false
 		}
 		s.ws()
@@ -449,11 +473,15 @@ func (s *scanner) array(p *typePlan, v reflect.Value) bool {
 	}
 }
 
-// object decodes an object into the struct or map v (zero; a map is made,
-// even for an empty object, as encoding/json does). A struct's keys must
-// be its fields' names, each at most once; a map's keys, each at most
-// once.
+// object decodes an object into the struct or map v (a map is made, even
+// for an empty object, as encoding/json does). A struct's keys must be its
+// fields' names, each at most once; a map's keys, each at most once.
+// Reused, a struct's fields absent from the object are zeroed, and a
+// map[string]string equal to the object is kept.
 func (s *scanner) object(p *typePlan, v reflect.Value) bool {
+	if s.reuse && p.kind == kindMap && !v.IsNil() && p.t == reflect.TypeFor[map[string]string]() && s.sameStrings(v.Interface().(map[string]string)) {
+		return true
+	}
 	if !s.literal("{") {
 		return false
 	}
@@ -462,11 +490,21 @@ func (s *scanner) object(p *typePlan, v reflect.Value) bool {
 	}
 	defer func() { s.depth-- }()
 	var seen uint64 // struct fields set, when fewer than 64
+	next := 0       // the field expected next
 	if p.kind == kindStruct && len(p.fields) > 64 {
 		return false
 	}
 	if p.kind == kindMap {
 		v.Set(reflect.MakeMap(p.t))
+	}
+	if s.reuse && p.kind == kindStruct {
+		defer func() {
+			for j := range p.fields {
+				if seen&(1<<j) == 0 {
+					v.Field(p.fields[j].index).SetZero()
+				}
+			}
+		}()
 	}
 	s.ws()
 	if s.literal("}") {
@@ -493,17 +531,24 @@ func (s *scanner) object(p *typePlan, v reflect.Value) bool {
 			}
 			v.SetMapIndex(reflect.ValueOf(k), e)
 		} else {
+			// The field after the last one first: encoding/json writes
+			// them in order.
 			f := -1
-			for j := range p.fields {
-				if p.fields[j].name == string(key) {
-					f = j
-					break
+			if next < len(p.fields) && p.fields[next].name == string(key) {
+				f = next
+			} else {
+				for j := range p.fields {
+					if p.fields[j].name == string(key) {
+						f = j
+						break
+					}
 				}
 			}
 			if f < 0 || seen&(1<<f) != 0 {
 				return false
 			}
 			seen |= 1 << f
+			next = f + 1
 			if !s.value(p.fields[f].plan, v.Field(p.fields[f].index)) {
 				return false
 			}
@@ -517,3 +562,67 @@ func (s *scanner) object(p *typePlan, v reflect.Value) bool {
 		}
 	}
 }
+
+// sameStrings reports whether the object at s.i has exactly m's entries,
+// each key once, in the subset object and value accept, and moves past it
+// if so; otherwise s is left where it was.
+func (s *scanner) sameStrings(m map[string]string) bool {
+	if s.depth >= maxDepth || len(m) > maxSameKeys {
+		return false
+	}
+	start := s.i
+	var keys [maxSameKeys][]byte // the keys so far, to find one twice
+	n := 0
+	same := func() bool {
+		if !s.literal("{") {
+			return false
+		}
+		s.ws()
+		if s.literal("}") {
+			return true
+		}
+		for {
+			s.ws()
+			key, ok := s.str()
+			if !ok || n == len(m) {
+				return false
+			}
+			for _, k := range keys[:n] {
+				if string(k) == string(key) {
+					return false
+				}
+			}
+			keys[n] = key
+			n++
+			s.ws()
+			if !s.literal(":") {
+				return false
+			}
+			s.ws()
+			val, ok := s.str()
+			if !ok {
+				return false
+			}
+			if cur, ok := m[string(key)]; !ok || cur != string(val) {
+				return false
+			}
+			s.ws()
+			if s.literal("}") {
+				return true
+			}
+			if !s.literal(",") {
+				return false
+			}
+		}
+	}
+	// n distinct keys, all m's, and as many as m has: m's keys.
+	if same() && n == len(m) {
+		return true
+	}
+	s.i = start
+	return false
+}
+
+// maxSameKeys bounds the maps sameStrings compares (enum mappings have a
+// few entries); a larger one is decoded anew.
+const maxSameKeys = 32

@@ -45,11 +45,22 @@ func fastSeeds(t testing.TB) map[string][]byte {
 
 // fastAgrees decodes b as an envelope of T with the fast path and with
 // encoding/json: where the fast path accepts, encoding/json must accept
-// with the same value. It reports whether the fast path accepted.
+// with the same value. The fast path decodes b twice: into a zero value,
+// and into d's reused envelope (DecodeOnReused's), over what the messages
+// before it left there; both must accept the same and give the same. It
+// reports whether the fast path accepted.
 func fastAgrees[T any](t testing.TB, d *Decoders, b []byte) bool {
 	t.Helper()
 	var fast, slow onEnvelope[T]
-	if !d.decodeFast(b, reflect.ValueOf(&fast).Elem()) {
+	ok := d.decodeFast(b, reflect.ValueOf(&fast).Elem(), false)
+	reused := reusedEnvelope[T](d)
+	if d.decodeFast(b, reflect.ValueOf(reused).Elem(), true) != ok {
+		t.Fatalf("the fast path accepts %q into a zero value: %v, into a reused one: %v", b, ok, !ok)
+	}
+	if !ok {
+		// As DecodeOnReused leaves it.
+		*reused = onEnvelope[T]{}
+		_ = json.Unmarshal(b, reused)
 		return false
 	}
 	if err := json.Unmarshal(b, &slow); err != nil {
@@ -57,6 +68,9 @@ func fastAgrees[T any](t testing.TB, d *Decoders, b []byte) bool {
 	}
 	if !reflect.DeepEqual(fast, slow) {
 		t.Fatalf("fast path and encoding/json differ on %q:\n fast %+v\n json %+v", b, fast, slow)
+	}
+	if !reflect.DeepEqual(*reused, slow) {
+		t.Fatalf("fast path into a reused value and encoding/json differ on %q:\n fast %+v\n json %+v", b, *reused, slow)
 	}
 	return true
 }
@@ -121,24 +135,106 @@ func TestFastDecodeMatchesJSON(t *testing.T) {
 	}
 }
 
-// DecodeOnWith accepts and refuses what DecodeOn does, with the same
-// payload (TestDecodeOnAsStreams's cases and the seeds).
+// reuseVariants are events of the seeds' types that differ from the seeds
+// and from each other in what a decode into a reused value must write
+// over: fields absent (omitempty), a false after a true, slices longer
+// and shorter, pointers set and not, maps with an entry more, less,
+// changed, reordered or twice.
+func reuseVariants(t testing.TB) map[string][][]byte {
+	seeds := fastSeeds(t)
+	at := time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC)
+	nr := int64(-1)
+	enc := func(ev streams.Event) []byte {
+		b, err := streams.Encode("test", at, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	oid := func(id string, enum map[string]string) streams.OIDSpec {
+		return streams.OIDSpec{ID: id, OID: "1.3.6.1." + id, Field: streams.FieldStatus, Decoder: streams.Decoder{Kind: "enum", Enum: enum}}
+	}
+	plain := streams.NodeDue{ExecutionID: "e2", NodeID: "n1", JobID: "j1", OLTID: "olt-1", Kind: "walk", ScheduledAt: at,
+		Target: streams.Target{Host: "192.0.2.2", Port: 1161}, OIDs: []streams.OIDSpec{oid("a", map[string]string{"1": "ONLINE"})}}
+	chained := plain
+	chained.Chain = []streams.ChainedNode{{ExecutionID: "c1", JobID: "j2", Kind: "get", OIDs: []streams.OIDSpec{oid("b", nil), oid("c", nil)}},
+		{ExecutionID: "c2", JobID: "j3", OIDs: []streams.OIDSpec{}}}
+	chained.StopOnFailure, chained.SNMP = true, streams.SNMPTuning{WalkPDU: streams.WalkPDUGetBulk, MaxRepetitions: 20}
+	indexed := plain
+	indexed.Index = &streams.IndexSpec{Parts: []streams.IndexPart{{Name: "pon", Type: "int", Fields: []streams.BitField{{Name: "slot"}}}}}
+	indexed.OIDs = []streams.OIDSpec{oid("a", map[string]string{"1": "ONLINE", "2": "OFFLINE", "3": "X"}),
+		{ID: "rx", OID: "1.3.6.2", Field: streams.FieldRxPower, Decoder: streams.Decoder{Kind: "scaled", Scale: 0.1, NoReading: &nr},
+			Index: &streams.IndexSpec{Parts: []streams.IndexPart{{Name: "onu", Type: "int"}}}}}
+	due := string(seeds["due"])
+	edit := func(old, new string) []byte {
+		if !strings.Contains(due, old) {
+			t.Fatalf("the due seed has no %s", old)
+		}
+		return []byte(strings.Replace(due, old, new, 1))
+	}
+	enum := `{"1":"ONLINE","2":"OFFLINE"}`
+	failed := streams.ExecutionFailed{ExecutionID: "e3", JobID: "j1", OLTID: "olt-1", Attempt: 2, Retryable: true, Error: "x"}
+	return map[string][][]byte{
+		"due": {seeds["due"], enc(plain), enc(chained), enc(indexed),
+			edit(`"stop_on_failure":true`, `"stop_on_failure":false`), edit(enum, `{"1":"ONLINE","1":"ONLINE"}`),
+			edit(enum, `{}`), edit(enum, `{"2":"OFFLINE","1":"ONLINE"}`), edit(enum, `{"1":"ONLINE","2":"OFFLINE","1":"ONLINE"}`),
+			edit(enum, `{"1":"ONLINE","2":"OFF"}`), edit(enum, `{"1":"ONLINE","3":"OFFLINE"}`), edit(`"oids":[`, `"oids":[],"x":[`)},
+		"succeeded": {seeds["succeeded"], enc(streams.ExecutionSucceeded{ExecutionID: "e2", JobID: "j1", OLTID: "olt-1", Attempt: 1}),
+			enc(streams.ExecutionSucceeded{ExecutionID: "e2", JobID: "j1", OLTID: "olt-1", ONUFailures: []streams.ONUFailure{{Instance: "1", OIDs: []string{}},
+				{Instance: "2", OIDs: []string{"1.3", "1.4", "1.5"}}}})},
+		"failed": {seeds["failed"], enc(failed)},
+	}
+}
+
+// A decode into a reused value gives, whatever the message before it,
+// what encoding/json gives (fastAgrees), on every ordered pair of
+// reuseVariants.
+func TestFastDecodeReusedMatchesJSON(t *testing.T) {
+	for name, variants := range reuseVariants(t) {
+		for i, a := range variants {
+			for j, b := range variants {
+				d := NewDecoders()
+				agreesAs(t, d, name, a)
+				if !agreesAs(t, d, name, b) && name != "due" {
+					t.Errorf("%s %d after %d: the fast path gave up", name, j, i)
+				}
+			}
+		}
+	}
+}
+
+// DecodeOnWith and DecodeOnReused accept and refuse what DecodeOn does,
+// with the same payload (TestDecodeOnAsStreams's cases and the seeds);
+// DecodeOnReused decodes them one after the other.
 func TestDecodeOnWithAsDecodeOn(t *testing.T) {
 	d := NewDecoders()
 	subj := streams.SubjectNodeDueClass("olt-1", streams.ClassPolling)
 	g := string(fastSeeds(t)["due"])
-	for _, data := range []string{g, "{", `{"type":"node.due","version":1}`, `{"type":"node.due","version":1,"data":null}`,
+	cases := []string{g, "{", `{"type":"node.due","version":1}`, `{"type":"node.due","version":1,"data":null}`,
 		`{"type":"node.due","version":1,"data":{}}`, strings.Replace(g, `"version":1`, `"version":9`, 1),
 		strings.Replace(g, `"priority":40`, `"priority":"40"`, 1), strings.Replace(g, `"oids":[`, `"oids":null,"x":[`, 1),
-		strings.Replace(g, `"type":"node.due"`, `"type":"execution.started"`, 1)} {
+		strings.Replace(g, `"type":"node.due"`, `"type":"execution.started"`, 1)}
+	for _, v := range reuseVariants(t)["due"] {
+		cases = append(cases, string(v), g)
+	}
+	for _, data := range cases {
 		for _, subject := range []string{subj, streams.SubjectNodeDueClass("olt-2", streams.ClassPolling)} {
-			_, want, werr := DecodeOn[streams.NodeDue](subject, []byte(data))
-			_, got, gerr := DecodeOnWith[streams.NodeDue](d, subject, []byte(data))
-			if (werr == nil) != (gerr == nil) || (gerr != nil && (!errors.Is(gerr, streams.ErrMalformed) || gerr.Error() != werr.Error())) {
-				t.Errorf("%q on %s: DecodeOn %v, DecodeOnWith %v", data, subject, werr, gerr)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%q on %s: payload %+v, want %+v", data, subject, got, want)
+			wenv, want, werr := DecodeOn[streams.NodeDue](subject, []byte(data))
+			genv, got, gerr := DecodeOnWith[streams.NodeDue](d, subject, []byte(data))
+			renv, reused, rerr := DecodeOnReused[streams.NodeDue](d, subject, []byte(data))
+			for _, c := range []struct {
+				how string
+				env streams.Envelope
+				got streams.NodeDue
+				err error
+			}{{"DecodeOnWith", genv, got, gerr}, {"DecodeOnReused", renv, *reused, rerr}} {
+				if (werr == nil) != (c.err == nil) || (c.err != nil && (!errors.Is(c.err, streams.ErrMalformed) || c.err.Error() != werr.Error())) {
+					t.Errorf("%q on %s: DecodeOn %v, %s %v", data, subject, werr, c.how, c.err)
+				}
+				wenv.Data = nil // DecodeOn's envelope keeps the raw data
+				if !reflect.DeepEqual(c.got, want) || !reflect.DeepEqual(c.env, wenv) {
+					t.Errorf("%q on %s: %s gives %+v %+v, want %+v %+v", data, subject, c.how, c.env, c.got, wenv, want)
+				}
 			}
 		}
 	}
@@ -151,7 +247,13 @@ func FuzzFastDecode(f *testing.F) {
 	}
 	names := []string{"due", "started", "succeeded", "failed", "skipped"}
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
-		agreesAs(t, NewDecoders(), names[int(which)%len(names)], b)
+		// The seed before b and after it: b decoded over a published
+		// event, and one decoded over what b left.
+		name := names[int(which)%len(names)]
+		d := NewDecoders()
+		agreesAs(t, d, name, seeds[name])
+		agreesAs(t, d, name, b)
+		agreesAs(t, d, name, seeds[name])
 	})
 }
 
@@ -169,6 +271,14 @@ func BenchmarkDecodeOnNodeDue(b *testing.B) {
 		d := NewDecoders()
 		for b.Loop() {
 			if _, _, err := DecodeOnWith[streams.NodeDue](d, subj, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reused", func(b *testing.B) {
+		d := NewDecoders()
+		for b.Loop() {
+			if _, _, err := DecodeOnReused[streams.NodeDue](d, subj, data); err != nil {
 				b.Fatal(err)
 			}
 		}
