@@ -239,11 +239,11 @@ func (r *quotaRun) watermark(at time.Time) {
 // nodeDue queues a NodeDue's statement (a flush first when it changes a
 // tracker pending a recompute) and touches its tracker, as
 // scheduleDecoder's Apply recomputes it.
-func (r *quotaRun) nodeDue(ctx context.Context, nd streams.NodeDue) error {
-	start := period(nd.ScheduledAt)
-	touched := keyOf(nd.OLTID, nd.JobID, start)
-	row := r.rows[nd.ExecutionID]
-	olt, task := nd.OLTID, nd.JobID
+func (r *quotaRun) nodeDue(ctx context.Context, nd *dueQuota) error {
+	start := period(nd.scheduled)
+	touched := keyOf(nd.olt, nd.job, start)
+	row := r.rows[nd.execID]
+	olt, task := nd.olt, nd.job
 	if row != nil {
 		olt, task = row.olt, row.task // the row keeps its olt_id and task_type
 	}
@@ -278,11 +278,11 @@ func (r *quotaRun) nodeDue(ctx context.Context, nd streams.NodeDue) error {
 	}
 	// nodeDueSQL in memory.
 	if row == nil {
-		row = &qexecRow{id: nd.ExecutionID, olt: nd.OLTID, task: nd.JobID, outcome: outcomePending}
-		r.rows[nd.ExecutionID] = row
+		row = &qexecRow{id: nd.execID, olt: nd.olt, task: nd.job, outcome: outcomePending}
+		r.rows[nd.execID] = row
 	}
-	interval, scheduled := int32(nd.IntervalSeconds), nd.ScheduledAt
-	row.kind, row.name, row.interval, row.scheduled, row.start, row.dirty = nd.Kind, nd.JobName, &interval, &scheduled, &start, true
+	interval, scheduled := int32(nd.interval), nd.scheduled
+	row.kind, row.name, row.interval, row.scheduled, row.start, row.dirty = nd.kind, nd.name, &interval, &scheduled, &start, true
 	r.touch(touched)
 	return nil
 }
@@ -364,11 +364,25 @@ func (r *quotaRun) finish(ctx context.Context) error {
 	return nil
 }
 
-// quotaEvent is one decoded message of a run.
+// quotaEvent is one decoded message of a run: its envelope's time (the
+// watermark) and what the quotas read of it (neither due nor exec: a
+// message that only moves the watermark).
 type quotaEvent struct {
-	env  streams.Envelope
-	nd   *streams.NodeDue
+	at   time.Time
+	due  *dueQuota
 	exec *execQuotaEvent
+}
+
+// dueQuota is what the quotas read of a NodeDue (nodeDueSQL's columns).
+type dueQuota struct {
+	execID, olt, job, kind, name string
+	interval                     int
+	scheduled                    time.Time
+}
+
+func dueQuotaOf(nd *streams.NodeDue) *dueQuota {
+	return &dueQuota{execID: nd.ExecutionID, olt: nd.OLTID, job: nd.JobID, kind: nd.Kind, name: nd.JobName,
+		interval: nd.IntervalSeconds, scheduled: nd.ScheduledAt}
 }
 
 // quotaDecodeChunk is the least run decodeQuotaRun splits over the cores.
@@ -454,12 +468,12 @@ func decodeQuotaChunk(msgs []jsrouter.Msg, parse func(streams.Envelope) (quotaEv
 				res.Malformed++
 				continue
 			}
-			ev.env = env
+			ev.at = env.Time
 		}
 		evs = append(evs, ev)
 		switch {
-		case ev.nd != nil:
-			ids = append(ids, ev.nd.ExecutionID)
+		case ev.due != nil:
+			ids = append(ids, ev.due.execID)
 		case ev.exec != nil:
 			ids = append(ids, ev.exec.execID)
 		}
@@ -472,12 +486,15 @@ func decodeQuotaChunk(msgs []jsrouter.Msg, parse func(streams.Envelope) (quotaEv
 // ok only for a NodeDue the general path takes as it is (the same
 // payload, its subject checked); anything else goes down that path,
 // which decides as the live decoder does (it checks no version, for one).
+// The NodeDue is decoded into the memory of the one before it
+// (DecodeOnReused): most of it (the target, the OIDs and their decoders)
+// the quotas never read, and it is the same event after event.
 func nodeDueOn(d *projection.Decoders, m jsrouter.Msg) (quotaEvent, bool) {
-	env, nd, err := projection.DecodeOnWith[streams.NodeDue](d, m.Subject, m.Data)
+	env, nd, err := projection.DecodeOnReused[streams.NodeDue](d, m.Subject, m.Data)
 	if err != nil || nd.ScheduledAt.IsZero() { // parseNodeDue's own refusal
 		return quotaEvent{}, false
 	}
-	return quotaEvent{env: env, nd: &nd}, true
+	return quotaEvent{at: env.Time, due: dueQuotaOf(nd)}, true
 }
 
 // execQuotaOn is execQuotaBatch's parse in one pass (projection.DecodeOn,
@@ -508,15 +525,17 @@ func execQuotaOn(d *projection.Decoders, m jsrouter.Msg) (quotaEvent, bool) {
 	if err != nil || q.check(env.Type) != nil {
 		return quotaEvent{}, false
 	}
-	return quotaEvent{env: env, exec: &q}, true
+	return quotaEvent{at: env.Time, exec: &q}, true
 }
 
+// execQuotaOnAs decodes m as T into the memory of the T before it
+// (DecodeOnReused): of keeps only strings and numbers.
 func execQuotaOnAs[T streams.Event](d *projection.Decoders, m jsrouter.Msg, of func(T) execQuotaEvent) (streams.Envelope, execQuotaEvent, error) {
-	env, ev, err := projection.DecodeOnWith[T](d, m.Subject, m.Data)
+	env, ev, err := projection.DecodeOnReused[T](d, m.Subject, m.Data)
 	if err != nil {
 		return env, execQuotaEvent{}, err
 	}
-	return env, of(ev), nil
+	return env, of(*ev), nil
 }
 
 // scheduleBatch is the batch form of the auditor-schedule consumer
@@ -529,7 +548,7 @@ func (a *auditor) scheduleBatch(consumer string) projection.BatchApplier {
 				return quotaEvent{}, nil, err
 			}
 			// facho.schedule.due.{olt_id}.{class}
-			return quotaEvent{nd: &nd}, func(name string) (string, bool) {
+			return quotaEvent{due: dueQuotaOf(&nd)}, func(name string) (string, bool) {
 				switch name {
 				case "olt_id":
 					return nd.OLTID, true
@@ -547,12 +566,12 @@ func (a *auditor) scheduleBatch(consumer string) projection.BatchApplier {
 			return res, err
 		}
 		for _, ev := range evs {
-			if ev.nd != nil {
-				if err := r.nodeDue(ctx, *ev.nd); err != nil {
+			if ev.due != nil {
+				if err := r.nodeDue(ctx, ev.due); err != nil {
 					return res, err
 				}
 			}
-			r.watermark(ev.env.Time)
+			r.watermark(ev.at)
 		}
 		return res, r.finish(ctx)
 	}
@@ -585,9 +604,9 @@ func (a *auditor) execQuotaBatch(consumer string) projection.BatchApplier {
 		}
 		for _, ev := range evs {
 			if ev.exec != nil {
-				r.exec(*ev.exec, ev.env.Time)
+				r.exec(*ev.exec, ev.at)
 			}
-			r.watermark(ev.env.Time)
+			r.watermark(ev.at)
 		}
 		return res, r.finish(ctx)
 	}
