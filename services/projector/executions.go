@@ -350,8 +350,8 @@ func interruptAttempt(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 
 // fenced reports whether ev comes from an older lease than the recorded
 // revision (a stale poller: the fencing token). A skip or an abort took no
-// lease (revision 0): forward alone judges it, so the skip of a retry ends
-// an execution whose failed attempt held a lease.
+// lease (revision 0): forward alone judges it, so the skip or abort of a
+// retry ends an execution whose failed attempt held a lease.
 func fenced(ev execEvent, rev int64) bool {
 	if ev.Status == StatusSkipped || ev.Status == StatusAborted {
 		return false
@@ -363,10 +363,11 @@ func fenced(ev execEvent, rev int64) bool {
 // aborted dispatch ran nothing, so it has no execution_attempts row;
 // finished_at is when it was skipped or aborted and error says why. The
 // caller has checked the move is forward (from nothing, PENDING, a
-// duplicate, or the skip of a retry). After a retry's skip, attempt,
-// lease_revision, started_at and duration_ms stay the last attempt that
-// ran: attempt always names an execution_attempts row (what ran, and how
-// it ended), and the lease still fences that attempt's late events.
+// duplicate, the skip of a retry or an abort after a run). After a run,
+// attempt, lease_revision, started_at and duration_ms stay the last
+// attempt that ran: attempt always names an execution_attempts row (what
+// ran, and how it ended), and the lease still fences that attempt's late
+// events.
 func applySkipped(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 	_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, poller_id, scheduled_at, finished_at, error, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
@@ -386,7 +387,8 @@ func applySkipped(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 // SKIPPED and ABORTED are final for the whole execution, not just an
 // attempt, and nothing but a duplicate replaces them. They replace PENDING;
 // a skip after a run began is a stale redelivery (the run's own outcome
-// stands), except the skip of a retry (retrySkip). INTERRUPTED is final for
+// stands), except the skip of a retry (retrySkip); an abort ends any
+// execution that did not succeed (abortEnds). INTERRUPTED is final for
 // its attempt only (a redelivered NodeDue's newer attempt still runs; after
 // the planner's cancellation none follows).
 func forward(curAttempt int, curStatus string, attempt int, status string) bool {
@@ -397,7 +399,7 @@ func forward(curAttempt int, curStatus string, attempt int, status string) bool 
 	case status == StatusSkipped:
 		return curStatus == StatusPending || retrySkip(curAttempt, curStatus, attempt)
 	case status == StatusAborted:
-		return curStatus == StatusPending
+		return abortEnds(curStatus)
 	}
 	if attempt != curAttempt {
 		return attempt > curAttempt
@@ -426,6 +428,30 @@ func forward(curAttempt int, curStatus string, attempt int, status string) bool 
 // ran stands.
 func retrySkip(curAttempt int, curStatus string, attempt int) bool {
 	return (curStatus == StatusFailed || curStatus == StatusInterrupted) && attempt > curAttempt
+}
+
+// abortEnds reports whether an abort ends an execution recorded
+// curStatus (PENDING, RUNNING, SUCCESS, FAILED or INTERRUPTED). A poller
+// publishes it instead of starting a delivery the planner cancelled
+// (facho_cancel, read under the OLT's lease on every delivery of every
+// dispatch, and kept longer than any NodeDue), and the planner ends the
+// execution in flight on it (decodeFinish, completeFlight: no retry).
+// So after FAILED or INTERRUPTED it is the retry's, or a lost attempt's
+// redelivery's: nothing of the execution will run again, ABORTED. After
+// RUNNING the aborting poller got the lease because the running attempt
+// lost it: that attempt is lost too (its interruption, read later, ends
+// only its attempt row), ABORTED. After SUCCESS it is a stale delivery
+// (the planner had ended the execution): the success stands.
+//
+// The abort has no attempt, so one that follows an execution the
+// planner had already ended FAILED (its last retry used; a duplicate
+// delivery of the NodeDue, aborted) cannot be told from the retry's.
+// ABORTED is still the truer row for an operator: the execution was
+// cancelled and nothing more runs, the error says why, and attempt and
+// its execution_attempts row keep the failure. Left FAILED, the row would
+// promise a retry that never comes.
+func abortEnds(curStatus string) bool {
+	return curStatus != StatusSuccess
 }
 
 // The set-based form of the executions projection, for a rebuild

@@ -64,9 +64,28 @@ func TestForward(t *testing.T) {
 		{"skip above the running attempt", 1, StatusRunning, 2, StatusSkipped, false},
 		{"skip above the succeeded attempt", 1, StatusSuccess, 2, StatusSkipped, false},
 		{"skip of the retry after aborted", 0, StatusAborted, 2, StatusSkipped, false},
-		{"abort above the failed attempt", 1, StatusFailed, 2, StatusAborted, false},
 		{"late failure of the skipped retry's previous attempt", 1, StatusSkipped, 1, StatusFailed, false},
 		{"started after the retry's skip", 1, StatusSkipped, 2, StatusRunning, false},
+
+		// An abort carries no attempt: the planner cancelled a delivery
+		// before it started and ends the execution in flight on it. After
+		// a failed or interrupted attempt it is the retry's (or the lost
+		// attempt's redelivery's); after running, the running attempt
+		// lost the lease the aborting poller took; after success it is
+		// stale.
+		{"pending to aborted", 0, StatusPending, 0, StatusAborted, true},
+		{"abort above the failed attempt", 1, StatusFailed, 2, StatusAborted, true},
+		{"abort of the retry after failed", 1, StatusFailed, 0, StatusAborted, true},
+		{"abort of a later retry after failed", 3, StatusFailed, 0, StatusAborted, true},
+		{"abort of the redelivery after interrupted", 1, StatusInterrupted, 0, StatusAborted, true},
+		{"abort after the running attempt lost its lease", 1, StatusRunning, 0, StatusAborted, true},
+		{"abort after success (stale)", 1, StatusSuccess, 0, StatusAborted, false},
+		{"abort after skipped", 1, StatusSkipped, 0, StatusAborted, false},
+		{"duplicate abort of the retry", 1, StatusAborted, 0, StatusAborted, true},
+		{"late failure of the aborted retry's previous attempt", 1, StatusAborted, 1, StatusFailed, false},
+		{"late interruption of the attempt running when aborted", 1, StatusAborted, 1, StatusInterrupted, false},
+		{"started after the retry's abort", 1, StatusAborted, 2, StatusRunning, false},
+		{"skip of the retry after its abort", 1, StatusAborted, 2, StatusSkipped, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := forward(tc.curAttempt, tc.curStatus, tc.attempt, tc.status); got != tc.want {

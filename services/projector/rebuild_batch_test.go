@@ -14,11 +14,13 @@ import (
 
 // mixedExecs publishes executions [0, n) in every shape the executions
 // projection knows, in stream order as they could arrive: retries (the
-// retry skipped, or a stale skip of the failed attempt while it runs),
-// skipped, aborted, interrupted (of the current attempt and of a
-// superseded one), redeliveries, stale lease revisions, a terminal event
-// before its start, NodeDue redelivered or missing, gets with per-ONU
-// failures, dead-lettered batches and malformed messages. It returns the
+// retry skipped or aborted, or a stale skip of the failed attempt while it
+// runs), skipped, aborted (before it started, after a lost attempt, while
+// a lost attempt still shows RUNNING, and a stale abort after a success),
+// interrupted (of the current attempt and of a superseded one),
+// redeliveries, stale lease revisions, a terminal event before its start,
+// NodeDue redelivered or missing, gets with per-ONU failures,
+// dead-lettered batches and malformed messages. It returns the
 // exec-stream events published (executions [from, to)).
 func (g *workGen) mixedExecs(from, to int) int {
 	events := 0
@@ -58,12 +60,18 @@ func (g *workGen) mixedExecs(from, to int) int {
 				PollerID: fmt.Sprintf("poller-%d", a), Attempt: a, LeaseRevision: rev, StartedAt: at.Add(time.Duration(a) * time.Second),
 				InterruptedAt: at.Add(time.Duration(a)*time.Second + 3*time.Second), DetectedBy: "planner", Reason: "lease expired"})
 		}
+		// aborted: a delivery the planner cancelled, after what ran (no
+		// attempt: the abort carries none).
+		aborted := func() {
+			exec(streams.SubjectExec(olt, streams.PhaseAborted), streams.ExecutionAborted{ExecutionID: id, JobID: "job-1", OLTID: olt,
+				PollerID: "poller-8", AbortedAt: at.Add(time.Minute), Reason: "task disabled"})
+		}
 		switch i % 12 {
 		case 0: // a get that read all but one ONU
 			g.pub(streams.SubjectNodeDue(olt), due)
 			started(1, rev)
 			succeeded(1, rev)
-		case 1: // retried; or the retry skipped; or a stale skip while it runs
+		case 1: // retried; or the retry skipped or aborted; or a stale skip while it runs
 			g.pub(streams.SubjectNodeDue(olt), due)
 			started(1, rev)
 			failed(1, rev, true)
@@ -82,6 +90,12 @@ func (g *workGen) mixedExecs(from, to int) int {
 				succeeded(2, rev+1)
 				continue
 			}
+			if i/36%2 == 1 { // the retry aborted: ABORTED, then a duplicate and a late failure
+				aborted()
+				aborted()
+				failed(1, rev, true)
+				continue
+			}
 			started(2, rev+1)
 			succeeded(2, rev+1)
 		case 2: // skipped before it started
@@ -93,18 +107,25 @@ func (g *workGen) mixedExecs(from, to int) int {
 			exec(streams.SubjectExec(olt, streams.PhaseAborted), streams.ExecutionAborted{ExecutionID: id, JobID: "job-1", OLTID: olt,
 				PollerID: "poller-1", AbortedAt: at.Add(time.Second), Reason: "OLT disabled"})
 			started(1, rev)
-		case 4: // interrupted, then a second attempt that fails for good
+		case 4: // interrupted, then a second attempt that fails for good; or its redelivery aborted
 			g.pub(streams.SubjectNodeDue(olt), due)
 			started(1, rev)
 			interrupted(1, rev)
+			if i/12%2 == 1 {
+				aborted()
+				continue
+			}
 			started(2, rev+1)
 			failed(2, rev+1, false)
-		case 5: // redelivered: a duplicate success and a stale start
+		case 5: // redelivered: a duplicate success and a stale start (and a stale abort)
 			g.pub(streams.SubjectNodeDue(olt), due)
 			started(1, rev)
 			succeeded(1, rev)
 			succeeded(1, rev)
 			started(1, rev-1)
+			if i/12%2 == 1 {
+				aborted()
+			}
 		case 6: // the success before its start, no NodeDue at all
 			succeeded(1, rev)
 			started(1, rev)
@@ -133,10 +154,14 @@ func (g *workGen) mixedExecs(from, to int) int {
 					Stream: streams.StreamVarbinds, StreamSeq: uint64(i*2 + b + 1), Subject: streams.SubjectVarbinds(olt), Reason: "bad batch",
 					Deliveries: 1, OriginalType: streams.TypeVarbindBatch, OLTID: olt, ExecutionID: id, ReceivedAt: at})
 			}
-		case 10: // still running; an old lease's interruption is ignored
+		case 10: // still running; an old lease's interruption is ignored; or aborted, its lease lost (interrupted after)
 			g.pub(streams.SubjectNodeDue(olt), due)
 			started(1, rev)
 			interrupted(1, rev-1)
+			if i/12%2 == 1 {
+				aborted()
+				interrupted(1, rev)
+			}
 		case 11: // malformed: not an envelope; an event on another OLT's subject
 			g.publishRaw(streams.SubjectExec(olt, streams.PhaseStarted), []byte(`{"not":"an envelope"}`))
 			events++
@@ -216,6 +241,8 @@ func TestRebuildBatchEqualsPerMessage(t *testing.T) {
 		`SELECT count(*) FROM executions WHERE status = 'SKIPPED'`:                                           int64(execs / 12),
 		`SELECT count(*) FROM executions WHERE status = 'ABORTED'`:                                           int64(execs / 12),
 		`SELECT count(*) FROM executions WHERE status = 'SKIPPED' AND attempt = 1`:                           int64(execs / 36),
+		abortedAfter(StatusFailed):                                                                           int64(execs / 72),
+		abortedAfter(StatusInterrupted):                                                                      int64(execs / 12),
 		`SELECT count(*) FROM execution_attempts WHERE status = 'INTERRUPTED'`:                               int64(execs / 12 * 2),
 		`SELECT count(*) FROM executions WHERE status = 'FAILED' AND dead_lettered_batches > 0`:              int64(execs / 120),
 		`SELECT count(*) FROM executions WHERE onu_failures IS NOT NULL`:                                     int64(execs / 4),
@@ -225,6 +252,17 @@ func TestRebuildBatchEqualsPerMessage(t *testing.T) {
 			t.Errorf("%s = %d, want about %d", q, got, want)
 		}
 	}
+	// The stale abort after a success (case 5) left the success.
+	if got := r.count(`SELECT count(*) FROM executions WHERE substr(id, 6)::int % 12 = 5 AND status <> 'SUCCESS'`); got != 0 {
+		t.Errorf("%d redelivered successes not SUCCESS after a stale abort", got)
+	}
+}
+
+// abortedAfter counts the executions an abort ended after their last
+// attempt ended lastStatus (the row names that attempt).
+func abortedAfter(lastStatus string) string {
+	return `SELECT count(*) FROM executions e JOIN execution_attempts a ON a.execution_id = e.id AND a.attempt = e.attempt
+		WHERE e.status = 'ABORTED' AND a.status = '` + lastStatus + `'`
 }
 
 // The onu_data rebuild's batch form (applyVarbindBatch: a run of one OLT's

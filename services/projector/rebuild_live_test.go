@@ -212,4 +212,9 @@ func TestRebuildExecutionsEqualsLive(t *testing.T) {
 	if n := r.count(`SELECT count(*) FROM executions WHERE status = 'FAILED' AND dead_lettered_batches > 0`); n == 0 {
 		t.Error("no execution failed by its dead-lettered batches")
 	}
+	for _, last := range []string{StatusFailed, StatusInterrupted} {
+		if n := r.count(abortedAfter(last)); n == 0 {
+			t.Errorf("no execution aborted after its attempt ended %s", last)
+		}
+	}
 }
