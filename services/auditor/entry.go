@@ -87,10 +87,17 @@ func failedEntry(at time.Time, ev streams.ExecutionFailed) Entry {
 func skippedEntry(at time.Time, ev streams.ExecutionSkipped) Entry {
 	// A warning: a run was omitted (no catch-up), which counts against
 	// the hour's quota.
-	return Entry{Timestamp: at, OLTID: ev.OLTID, EventType: streams.AuditExecSkipped, Level: streams.LevelWarning,
+	e := Entry{Timestamp: at, OLTID: ev.OLTID, EventType: streams.AuditExecSkipped, Level: streams.LevelWarning,
 		Message: fmt.Sprintf("execution %s of job %s skipped: %s", ev.ExecutionID, ev.JobID, ev.Reason),
 		Details: map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
 			"reason": ev.Reason, "scheduled_at": ev.ScheduledAt, "skipped_at": ev.SkippedAt}}
+	if ev.Attempt > 0 {
+		// Which dispatch was skipped: the retry after a failed attempt
+		// ends the execution, a stale skip of an earlier one does not.
+		e.Message = fmt.Sprintf("execution %s of job %s skipped (attempt %d): %s", ev.ExecutionID, ev.JobID, ev.Attempt, ev.Reason)
+		e.Details["attempt"] = ev.Attempt
+	}
+	return e
 }
 
 func abortedEntry(at time.Time, ev streams.ExecutionAborted) Entry {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -79,6 +80,32 @@ func TestSkippedEntryNamesExecutionJobAndReason(t *testing.T) {
 	}
 	if e.Details["execution_id"] != "exec-7" || e.Details["job_id"] != "job-disc" || e.Details["reason"] != reason || e.Details["poller_id"] != "p1" {
 		t.Errorf("details %v", e.Details)
+	}
+	if _, ok := e.Details["attempt"]; ok {
+		t.Errorf("a skip without an attempt has one in its details: %v", e.Details)
+	}
+	// The retry's skip says which attempt it was (the live path and the
+	// rebuild's fast path alike).
+	retry := streams.ExecutionSkipped{ExecutionID: "exec-7", JobID: "job-disc", OLTID: "olt-a", PollerID: "p1", Attempt: 2,
+		ScheduledAt: at, SkippedAt: at.Add(10 * time.Minute), Reason: reason}
+	data, err := streams.Encode("test", at, retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := streams.SubjectExec("olt-a", streams.PhaseSkipped)
+	fast, ok := fromExecOn(projection.NewDecoders(), subject, data)
+	if !ok {
+		t.Fatal("the fast path refused the retry's skip")
+	}
+	e, err = fromExec(envelope(t, retry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "execution exec-7 of job job-disc skipped (attempt 2): " + reason
+	for _, got := range []Entry{e, fast} {
+		if got.Message != want || got.Details["attempt"] != 2 {
+			t.Errorf("retry's skip: message %q, attempt %v; want %q and 2", got.Message, got.Details["attempt"], want)
+		}
 	}
 }
 
