@@ -45,4 +45,13 @@
 // stream, and recognised as ended from its terminal event. A flight whose
 // terminal event never comes is freed after interval + timeout +
 // StuckGrace.
+//
+// Cancellation: a node that leaves the plan (its task or OLT disabled or
+// deleted) loses its dispatched run through facho_cancel (the poller
+// aborts or interrupts it) and its runs not dispatched yet: a retry still
+// in its backoff or waiting in the OLT's queue, whose execution's last
+// event is the failed or lost attempt before it, is ended by the planner's
+// own execution.aborted (Nats-Msg-Id "<execution_id>:aborted", the
+// poller's, so it is recorded once), also when the change came while no
+// planner ran; a first run never dispatched has no event to end.
 package planner

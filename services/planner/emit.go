@@ -31,6 +31,7 @@ func (p *planner) syncPlan(ctx context.Context, initial bool) {
 			Details: map[string]any{"nodes": p.sched.Len(), "config_seq": p.lastSeq},
 		}
 		p.publishAudit(ctx, ev, streams.MsgID("audit", "planner", "start", p.lastSeq, p.sched.Len()))
+		p.abortUnrestored(ctx)
 		return
 	}
 	for _, c := range changes {
@@ -406,20 +407,37 @@ func (p *planner) publishAudit(ctx context.Context, ev streams.AuditEvent, id st
 // over) and cancels its dispatched one: a disabled task's execution is
 // aborted if it has not started; a disabled or deleted OLT's is also
 // interrupted if it runs (the poller watches facho_cancel, stops between
-// two requests and releases the lease). Each is an EXECUTION_ABORTED
+// two requests and releases the lease). A retry not dispatched yet (in
+// its backoff, or waiting in the OLT's queue) is ended by the planner's
+// own execution.aborted (see abortRetry). Each is an EXECUTION_ABORTED
 // audit event.
 func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 	if reason == "" {
 		reason = "task restarted"
 	}
+	// The node's retry, if any, is dropped below: a later node of the same
+	// key counts its attempts afresh.
+	delete(p.nextAttempt, c.Key)
+	if c.Backoff.Attempts > 0 {
+		p.m.aborted.Inc()
+		id := ExecutionID(c.Key, c.Backoff.ScheduledAt)
+		p.abortRetry(ctx, c.Key, id, reason)
+		p.auditAbort(ctx, c, id, "retry-pending", reason)
+	}
 	for _, d := range p.queues.Drop(c.Key) {
 		p.m.aborted.Inc()
 		id := d.ExecutionID
-		if id == "" {
-			id = ExecutionID(d.Key, d.ScheduledAt)
-		} else {
+		switch {
+		case id != "":
 			// A manual run: the API told its id, so it must end.
 			p.abortManual(ctx, d.Key, id, reason)
+		case d.Retry > 0:
+			id = ExecutionID(d.Key, d.ScheduledAt)
+			p.abortRetry(ctx, d.Key, id, reason)
+		default:
+			// A first run never dispatched: no event of its execution
+			// exists, so none has to end it.
+			id = ExecutionID(d.Key, d.ScheduledAt)
 		}
 		p.auditAbort(ctx, c, id, "waiting", reason)
 	}
@@ -445,6 +463,43 @@ func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 	}
 	p.m.aborted.Inc()
 	p.auditAbort(ctx, c, f.ExecutionID, "dispatched ("+mode+")", reason)
+}
+
+// abortRetry ends an execution whose retry the planner drops before its
+// dispatch: its last event is the failed (or lost) attempt before it, and
+// no poller will see the retry's NodeDue to abort it, so without this the
+// execution would read FAILED or INTERRUPTED, retry pending, for ever.
+func (p *planner) abortRetry(ctx context.Context, k NodeKey, executionID, reason string) {
+	if err := p.publishAborted(ctx, k, executionID, "pending retry cancelled: "+reason); err != nil {
+		p.m.publishErrs.Inc()
+		p.log.Warn().Err(err).Str(telemetry.KeyJob, k.JobID).Str(telemetry.KeyOLT, k.OLTID).Str(telemetry.KeyExecution, executionID).
+			Msg("publish aborted retry")
+	}
+}
+
+// abortUnrestored ends the retries a new term found pending in the
+// persisted schedule for nodes that left the plan (or started over) while
+// no planner ran: the configuration change that dropped them was replayed
+// without abortNode (the initial plan restores, it does not compare).
+func (p *planner) abortUnrestored(ctx context.Context) {
+	for k, r := range p.sched.Unrestored() {
+		if !r.Taken || r.RetryAt.IsZero() {
+			continue // no retry pending: no execution event to end
+		}
+		reason := "task restarted"
+		if _, planned := p.sched.Node(k); !planned {
+			reason = p.state.why(k)
+		}
+		c := Change{Kind: streams.AuditTaskRemoved, Key: k, Spec: NodeSpec{JobName: k.JobID}}
+		if j, ok := p.state.jobs[k.JobID]; ok {
+			c.Spec.JobName = j.Name
+		}
+		p.m.aborted.Inc()
+		id := ExecutionID(k, r.Next)
+		p.abortRetry(ctx, k, id, reason)
+		p.auditAbort(ctx, c, id, "retry-pending", reason)
+		p.touch(k) // its entry no longer says retry: a later term does not abort it again
+	}
 }
 
 func (p *planner) auditAbort(ctx context.Context, c Change, executionID, what, reason string) {

@@ -65,18 +65,28 @@ func (p *planner) onManual(ctx context.Context, req streams.NodeRunRequested) {
 // abortManual ends a manual run the planner cannot make: the API has
 // answered its execution id, so it must not stay PENDING.
 func (p *planner) abortManual(ctx context.Context, k NodeKey, executionID, reason string) {
+	if err := p.publishAborted(ctx, k, executionID, reason); err != nil {
+		p.m.publishErrs.Inc()
+		p.log.Warn().Err(err).Str(telemetry.KeyExecution, executionID).Msg("publish aborted manual run")
+	}
+}
+
+// publishAborted publishes an execution's execution.aborted under the
+// poller's Nats-Msg-Id "<execution_id>:aborted", so a restarted planner, a
+// second replica or a poller aborting the same execution records it once.
+func (p *planner) publishAborted(ctx context.Context, k NodeKey, executionID, reason string) error {
 	id := streams.MsgID(executionID, streams.PhaseAborted)
 	now := p.now().UTC()
 	b, err := streams.EncodeWithID(id, p.cfg.Source, now, streams.ExecutionAborted{
 		ExecutionID: executionID, JobID: k.JobID, OLTID: k.OLTID, PollerID: p.cfg.Source, Reason: reason, AbortedAt: now,
 	})
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
-		_, err = p.js.Publish(pctx, streams.SubjectExec(k.OLTID, streams.PhaseAborted), b, jetstream.WithMsgID(id))
-		cancel()
-	}
 	if err != nil {
-		p.m.publishErrs.Inc()
-		p.log.Warn().Err(err).Str(telemetry.KeyExecution, executionID).Msg("publish aborted manual run")
+		return fmt.Errorf("encode execution.aborted of %s: %w", executionID, err)
 	}
+	pctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
+	defer cancel()
+	if _, err := p.js.Publish(pctx, streams.SubjectExec(k.OLTID, streams.PhaseAborted), b, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("publish execution.aborted of %s: %w", executionID, err)
+	}
+	return nil
 }

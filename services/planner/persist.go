@@ -81,6 +81,12 @@ func (p *planner) loadSchedule(ctx context.Context) (restoredSchedule, error) {
 				out.nextAttempt[k] = ns.NextAttempt
 			}
 		}
+		if ns.State == streams.NodeWaiting && ns.FailedAttempts > 0 {
+			// A retry waiting in its OLT's queue: still the same retry (due
+			// at once), not a first run that would count its attempts
+			// afresh; and a term that finds its node gone aborts it.
+			r.Taken, r.Attempts, r.RetryAt = true, ns.FailedAttempts, r.Next
+		}
 		if ns.State == streams.NodeInFlight && ns.InFlight != nil && ns.InFlight.ScheduledAt.Equal(r.Next) {
 			r.Attempts = ns.FailedAttempts
 			r.Taken = true

@@ -39,6 +39,26 @@ type Change struct {
 	Spec        NodeSpec // the node's spec (the last one known for a removal)
 	Next        time.Time
 	OldInterval int // PLAN_ADJUSTED only
+	// Backoff is the run the change took out of the plan while it waited
+	// out its retry backoff (a removed node's, or the old incarnation's of
+	// a node that starts over); zero Attempts: none.
+	Backoff PendingRetry
+}
+
+// PendingRetry is a run waiting out its retry backoff, neither queued nor
+// dispatched: the run scheduled at ScheduledAt (its execution id) after
+// Attempts failed or interrupted attempts.
+type PendingRetry struct {
+	ScheduledAt time.Time
+	Attempts    int
+}
+
+// backoff is the node's run when it waits out its retry backoff.
+func (n *Node) backoff() PendingRetry {
+	if !n.Taken || n.RetryAt.IsZero() {
+		return PendingRetry{}
+	}
+	return PendingRetry{ScheduledAt: n.Next, Attempts: n.Attempts}
 }
 
 // DueNode is a node due now.
@@ -84,6 +104,10 @@ type Restored struct {
 	Attempts int
 	RetryAt  time.Time
 }
+
+// Unrestored returns the restored entries Sync used for no node: their
+// node left the plan, or started over, while no planner ran.
+func (s *Scheduler) Unrestored() map[NodeKey]Restored { return s.restored }
 
 // SetRestored gives Sync the persisted schedule to restore nodes from
 // instead of planning them anew (a restarted or taking-over planner).
@@ -158,7 +182,7 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 	for _, k := range removed {
 		n := s.nodes[k]
 		delete(s.nodes, k)
-		changes = append(changes, Change{Kind: streams.AuditTaskRemoved, Key: k, Spec: n.Spec, Next: n.Next})
+		changes = append(changes, Change{Kind: streams.AuditTaskRemoved, Key: k, Spec: n.Spec, Next: n.Next, Backoff: n.backoff()})
 	}
 	// Nodes that became plannable in one burst (a job enabled on 1,000
 	// OLTs, or a script adding OLTs one by one) are spread; a node enabled
@@ -175,6 +199,10 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 		// A different Since means the node was disabled and enabled again
 		// between two syncs: it starts over as a new node.
 		if !ok || !n.Since.Equal(d.Since) {
+			var old PendingRetry
+			if ok {
+				old = n.backoff() // the old incarnation's retry is dropped
+			}
 			first := d.Since.Add(s.firstRunDelay)
 			if inBurst(sinces, d.Since) {
 				first = first.Add(FirstOffset(k, d.Spec.Interval(), s.spread))
@@ -186,7 +214,7 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 				delete(s.restored, k)
 			}
 			s.nodes[k] = n
-			changes = append(changes, Change{Kind: streams.AuditTaskAdded, Key: k, Spec: n.Spec, Next: n.Next})
+			changes = append(changes, Change{Kind: streams.AuditTaskAdded, Key: k, Spec: n.Spec, Next: n.Next, Backoff: old})
 			continue
 		}
 		old := n.Spec.IntervalSeconds
