@@ -156,8 +156,8 @@ const (
 	// PhaseSkipped: the run was not made because a newer one supersedes it
 	// (no catch-up).
 	PhaseSkipped = "skipped"
-	// PhaseAborted: the planner cancelled the execution before it started
-	// (its task or OLT was disabled).
+	// PhaseAborted: the planner cancelled the execution before its next
+	// attempt started (its task or OLT was disabled or deleted).
 	PhaseAborted = "aborted"
 	// PhaseInterrupted: the attempt ended without a succeeded or failed
 	// event: its lease expired (its poller died or was cut off mid-walk),

@@ -224,9 +224,11 @@ type ExecutionSkipped struct {
 
 func (ExecutionSkipped) EventType() string { return TypeExecutionSkipped }
 
-// ExecutionAborted: the planner cancelled the execution before it started
-// (its task or its OLT was disabled or deleted, see BucketCancel): no SNMP
-// request was sent. Final: the execution is ABORTED.
+// ExecutionAborted: the planner cancelled the execution before its next
+// attempt started (its task or its OLT was disabled or deleted, see
+// BucketCancel): no SNMP request was sent for that attempt; a retry's
+// earlier attempts did run, and their events stand. Final: the execution
+// is ABORTED.
 type ExecutionAborted struct {
 	ExecutionID string    `json:"execution_id"`
 	JobID       string    `json:"job_id"`
