@@ -529,7 +529,9 @@ func decodeDues(msgs []jsrouter.Msg) ([]due, projection.BatchResult, error) {
 	out := make([]due, 0, len(msgs))
 	dec := projection.NewDecoders()
 	for _, m := range msgs {
-		_, n, err := projection.DecodeOnWith[streams.NodeDue](dec, m.Subject, m.Data)
+		// Reused: a NodeDue's target, OIDs and decoders are most of its
+		// bytes, and nothing here keeps them.
+		_, n, err := projection.DecodeOnReused[streams.NodeDue](dec, m.Subject, m.Data)
 		if err != nil {
 			if !errors.Is(err, streams.ErrMalformed) {
 				return nil, res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
@@ -540,7 +542,8 @@ func decodeDues(msgs []jsrouter.Msg) ([]due, projection.BatchResult, error) {
 		res.Applied++
 		d := due{id: n.ExecutionID, job: n.JobID, olt: n.OLTID, node: n.NodeID, kind: n.Kind, prio: n.Priority, delay: n.DelaySeconds}
 		if !n.ScheduledAt.IsZero() {
-			d.sched = &n.ScheduledAt
+			at := n.ScheduledAt // n is overwritten by the next message
+			d.sched = &at
 		}
 		out = append(out, d)
 	}
