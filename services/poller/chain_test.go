@@ -107,3 +107,55 @@ func TestCompositeNodeRunsItsChainUnderOneLease(t *testing.T) {
 		})
 	}
 }
+
+// A composite the planner cancelled before it started (its task
+// disabled) ends whole: one execution.aborted for the master and one for
+// each chained node, each with its own Nats-Msg-Id <execution>:aborted, so
+// a second delivery of the NodeDue records none twice. The planner's
+// flight of the composite waits for every one of them; without the
+// chained ones the OLT's queue waited for the stuck timeout.
+func TestCancelledCompositeAbortsEveryExecution(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{}))
+	node := e.nodeDue("olt-a", "m", "job-m")
+	node.Attempt = 1
+	node.Chain = []streams.ChainedNode{
+		{ExecutionID: "c1", JobID: "job-c1", Kind: streams.KindBulkWalk, OIDs: huaweiColumns[2:3], TimeoutSeconds: 30},
+		{ExecutionID: "c2", JobID: "job-c2", Kind: streams.KindBulkWalk, OIDs: huaweiColumns[:1], TimeoutSeconds: 30},
+	}
+	e.cancel(t, streams.ExecutionCancel{ExecutionID: "m", OLTID: "olt-a", JobID: "job-m", Mode: streams.CancelPending, Reason: "job disabled"})
+	e.publishNodeDue(t, node)
+	e.publishNodeDue(t, node) // a duplicate delivery: aborted again, recorded once
+	e.startPoller(t, Config{PollerID: "p1", Workers: 1})
+	jobs := map[string]string{"m": "job-m", "c1": "job-c1", "c2": "job-c2"}
+	got := map[string]execEvents{}
+	waitFor(t, 30*time.Second, "every execution of the composite aborted", func() bool {
+		for id := range jobs {
+			got[id] = e.execEvents(t, "olt-a", id)
+			if len(got[id].aborted) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	e.waitPollerQueueEmpty(t)
+	for id, job := range jobs {
+		ev := e.execEvents(t, "olt-a", id)
+		if len(ev.aborted) != 1 || len(ev.started)+len(ev.succeeded)+len(ev.failed)+len(ev.skipped) != 0 {
+			t.Errorf("%s: events %+v; want one execution.aborted and nothing else", id, ev)
+			continue
+		}
+		a := ev.aborted[0]
+		if a.JobID != job || a.OLTID != "olt-a" || a.PollerID != "p1" || !strings.Contains(a.Reason, "job disabled") || a.AbortedAt.IsZero() {
+			t.Errorf("%s: execution.aborted %+v", id, a)
+		}
+		if want := id + ":aborted"; ev.abortedMsgIDs[0] != want {
+			t.Errorf("%s: Nats-Msg-Id %q, want %q", id, ev.abortedMsgIDs[0], want)
+		}
+	}
+	if n := e.fleet.OLT("olt-a").Record().Requests; n != 0 {
+		t.Fatalf("an aborted composite sent %d SNMP requests", n)
+	}
+	if h, held := e.leaseHolder(t, "olt-a"); held {
+		t.Fatalf("lease still held by %s", h)
+	}
+}

@@ -188,6 +188,8 @@ type execEvents struct {
 	// skippedMsgIDs are the Nats-Msg-Id headers of the skipped events.
 	skippedMsgIDs []string
 	aborted       []streams.ExecutionAborted
+	// abortedMsgIDs are the Nats-Msg-Id headers of the aborted events.
+	abortedMsgIDs []string
 	interrupted   []streams.ExecutionInterrupted
 	// interruptedMsgIDs are the Nats-Msg-Id headers of the interrupted
 	// events.
@@ -228,6 +230,7 @@ func (e *testEnv) execEvents(t testing.TB, olt, execID string) execEvents {
 			_, s, err := streams.Decode[streams.ExecutionAborted](m.Data)
 			if err == nil && s.ExecutionID == execID {
 				ev.aborted = append(ev.aborted, s)
+				ev.abortedMsgIDs = append(ev.abortedMsgIDs, m.Header.Get(jetstream.MsgIDHeader))
 			}
 		case streams.TypeExecutionInterrupted:
 			_, s, err := streams.Decode[streams.ExecutionInterrupted](m.Data)
