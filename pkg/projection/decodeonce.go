@@ -42,7 +42,7 @@ type onEnvelope[T any] struct {
 func DecodeOnWith[T streams.Event](d *Decoders, subject string, b []byte) (streams.Envelope, T, error) {
 	var e onEnvelope[T]
 	var err error
-	if d == nil || !d.decodeFast(b, reflect.ValueOf(&e).Elem(), false) {
+	if d == nil || !d.decodeFast(b, reflect.ValueOf(&e).Elem(), false, nil) {
 		e = onEnvelope[T]{}
 		err = json.Unmarshal(b, &e)
 	}
@@ -55,28 +55,37 @@ func DecodeOnWith[T streams.Event](d *Decoders, subject string, b []byte) (strea
 // memory: the payload's slices, maps and pointers are the previous
 // payload's, written over, and a string equal to the one there is kept,
 // so an event like the one before it (most of a stream) allocates next to
-// nothing. The payload is valid until the next DecodeOnReused of T on d
-// (the strings in it stay valid). What it accepts and refuses, and the
-// payload's value, are DecodeOnWith's.
+// nothing; a field of the payload holding an object or an array with the
+// bytes it had in the previous event is not decoded again (rawMemo). The
+// payload is valid until the next DecodeOnReused of T on d (the strings
+// in it stay valid) and must not be modified. What it accepts and
+// refuses, and the payload's value, are DecodeOnWith's.
 func DecodeOnReused[T streams.Event](d *Decoders, subject string, b []byte) (streams.Envelope, *T, error) {
-	e := reusedEnvelope[T](d)
+	r := reused[T](d)
 	var err error
-	if !d.decodeFast(b, reflect.ValueOf(e).Elem(), true) {
-		*e = onEnvelope[T]{} // encoding/json decodes into what it is given
-		err = json.Unmarshal(b, e)
+	if !d.decodeFast(b, reflect.ValueOf(&r.env).Elem(), true, &r.memo) {
+		r.env = onEnvelope[T]{} // encoding/json decodes into what it is given
+		err = json.Unmarshal(b, &r.env)
 	}
-	return checkOn(d, subject, b, e, err)
+	return checkOn(d, subject, b, &r.env, err)
 }
 
-// reusedEnvelope is d's envelope of T for DecodeOnReused.
-func reusedEnvelope[T any](d *Decoders) *onEnvelope[T] {
+// reusedOn is DecodeOnReused's memory for T: the envelope decoded last and
+// the payload's rawMemo.
+type reusedOn[T any] struct {
+	env  onEnvelope[T]
+	memo rawMemo
+}
+
+// reused is d's reusedOn of T.
+func reused[T any](d *Decoders) *reusedOn[T] {
 	t := reflect.TypeFor[T]()
-	e, _ := d.reused[t].(*onEnvelope[T])
-	if e == nil {
-		e = &onEnvelope[T]{}
-		d.reused[t] = e
+	r, _ := d.reused[t].(*reusedOn[T])
+	if r == nil {
+		r = &reusedOn[T]{memo: newRawMemo(d.plan(t))}
+		d.reused[t] = r
 	}
-	return e
+	return r
 }
 
 // checkOn is the rest of DecodeOn once the message is parsed into e (err:

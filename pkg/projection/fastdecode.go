@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -27,7 +28,7 @@ import (
 type Decoders struct {
 	plans  map[reflect.Type]*typePlan
 	fields map[subjectField]int
-	reused map[reflect.Type]any // DecodeOnReused's envelope (*onEnvelope[T]) per T
+	reused map[reflect.Type]any // DecodeOnReused's memory (*reusedOn[T]) per T
 }
 
 // NewDecoders returns an empty plan cache.
@@ -230,24 +231,62 @@ func plainName(name string) bool {
 // written over and a string equal to the one there is kept, so a message
 // much like the one before allocates little; what is absent from b is
 // zeroed. Either way v ends as a decode into a zero value would leave it.
-func (d *Decoders) decodeFast(b []byte, v reflect.Value, reuse bool) bool {
+// memo (reuse only; nil: none) is what the decodes into v before this one
+// left of the struct it names (rawMemo); it is emptied when the fast path
+// gives up.
+func (d *Decoders) decodeFast(b []byte, v reflect.Value, reuse bool, memo *rawMemo) bool {
 	p := d.plan(v.Type())
 	if p.kind == kindUnsupported {
 		return false
 	}
-	s := scanner{b: b, reuse: reuse}
-	if !s.value(p, v) {
-		return false
+	s := scanner{b: b, reuse: reuse, memo: memo}
+	ok := s.value(p, v)
+	if ok {
+		s.ws()
+		ok = s.i == len(s.b)
 	}
-	s.ws()
-	return s.i == len(s.b)
+	if !ok && memo != nil {
+		memo.forget()
+	}
+	return ok
+}
+
+// rawMemo is, for one struct of a value decodeFast decodes into again and
+// again (the first object of plan's type it meets: DecodeOnReused's
+// payload), the bytes each of its fields holding an object, an array or a
+// string was last decoded from (raw, by field; empty: none). A field whose
+// bytes are the same in the next message is skipped: the value already
+// holds their decode (the bytes of an object, an array or a string
+// without escapes are the whole value, unlike a number's, and the fast
+// path decodes the same bytes the same way). A NodeDue's target, OIDs and
+// decoders are the same event after event, and so are most ids and
+// times.
+type rawMemo struct {
+	plan *typePlan
+	raw  [][]byte
+}
+
+func newRawMemo(p *typePlan) rawMemo {
+	if p.kind != kindStruct {
+		return rawMemo{}
+	}
+	return rawMemo{plan: p, raw: make([][]byte, len(p.fields))}
+}
+
+// forget empties m: the value no longer holds what it says.
+func (m *rawMemo) forget() {
+	for i := range m.raw {
+		m.raw[i] = m.raw[i][:0]
+	}
 }
 
 type scanner struct {
 	b     []byte
 	i     int
 	depth int
-	reuse bool // the value holds an earlier decode (decodeFast)
+	reuse bool     // the value holds an earlier decode (decodeFast)
+	memo  *rawMemo // reuse: what earlier decodes left of memo.plan's struct
+	met   bool     // memo's struct met
 }
 
 // maxDepth bounds the nesting the fast path follows (encoding/json
@@ -497,11 +536,18 @@ func (s *scanner) object(p *typePlan, v reflect.Value) bool {
 	if p.kind == kindMap {
 		v.Set(reflect.MakeMap(p.t))
 	}
+	var memo *rawMemo
+	if s.memo != nil && p == s.memo.plan && !s.met {
+		memo, s.met = s.memo, true
+	}
 	if s.reuse && p.kind == kindStruct {
 		defer func() {
 			for j := range p.fields {
 				if seen&(1<<j) == 0 {
 					v.Field(p.fields[j].index).SetZero()
+					if memo != nil {
+						memo.raw[j] = memo.raw[j][:0]
+					}
 				}
 			}
 		}()
@@ -549,7 +595,11 @@ func (s *scanner) object(p *typePlan, v reflect.Value) bool {
 			}
 			seen |= 1 << f
 			next = f + 1
-			if !s.value(p.fields[f].plan, v.Field(p.fields[f].index)) {
+			if memo == nil {
+				if !s.value(p.fields[f].plan, v.Field(p.fields[f].index)) {
+					return false
+				}
+			} else if !s.memoValue(memo, f, v.Field(p.fields[f].index)) {
 				return false
 			}
 		}
@@ -561,6 +611,27 @@ func (s *scanner) object(p *typePlan, v reflect.Value) bool {
 			return false
 		}
 	}
+}
+
+// memoValue is value for field f of memo's struct: skipped when its bytes
+// are those memo has, else decoded and, when an object, an array or a
+// string, remembered.
+func (s *scanner) memoValue(memo *rawMemo, f int, v reflect.Value) bool {
+	s.ws()
+	if prev := memo.raw[f]; len(prev) > 0 && bytes.HasPrefix(s.b[s.i:], prev) {
+		s.i += len(prev)
+		return true
+	}
+	start := s.i
+	if !s.value(memo.plan.fields[f].plan, v) {
+		return false
+	}
+	if c := s.b[start]; c == '{' || c == '[' || c == '"' {
+		memo.raw[f] = append(memo.raw[f][:0], s.b[start:s.i]...)
+	} else {
+		memo.raw[f] = memo.raw[f][:0]
+	}
+	return true
 }
 
 // sameStrings reports whether the object at s.i has exactly m's entries,
