@@ -159,3 +159,59 @@ func TestCancelledCompositeAbortsEveryExecution(t *testing.T) {
 		t.Fatalf("lease still held by %s", h)
 	}
 }
+
+// A composite NodeDue that comes stale (a poller outage) ends whole: one
+// execution.skipped for the master and one for each chained node, each
+// with the NodeDue's attempt and its own Nats-Msg-Id
+// <execution>:<attempt>:skipped, so a second delivery records none twice.
+// The planner's flight of the composite waits for every one of them;
+// without the chained ones the OLT's queue waited for the stuck timeout.
+func TestStaleCompositeSkipsEveryExecution(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{}))
+	node := e.nodeDue("olt-a", "m", "job-m")
+	node.ScheduledAt = time.Now().UTC().Add(-2 * time.Duration(node.IntervalSeconds) * time.Second)
+	node.Attempt = 2 // a retry's NodeDue: every skip says which dispatch it was
+	node.Chain = []streams.ChainedNode{
+		{ExecutionID: "c1", JobID: "job-c1", Kind: streams.KindBulkWalk, OIDs: huaweiColumns[2:3], TimeoutSeconds: 30},
+		{ExecutionID: "c2", JobID: "job-c2", Kind: streams.KindBulkWalk, OIDs: huaweiColumns[:1], TimeoutSeconds: 30},
+	}
+	e.publishNodeDue(t, node)
+	e.publishNodeDue(t, node) // a duplicate delivery: skipped again, recorded once
+	_, reg := e.startPoller(t, Config{PollerID: "p1", Workers: 1})
+	jobs := map[string]string{"m": "job-m", "c1": "job-c1", "c2": "job-c2"}
+	waitFor(t, 30*time.Second, "every execution of the composite skipped", func() bool {
+		for id := range jobs {
+			if len(e.execEvents(t, "olt-a", id).skipped) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	e.waitPollerQueueEmpty(t)
+	for id, job := range jobs {
+		ev := e.execEvents(t, "olt-a", id)
+		if len(ev.skipped) != 1 || len(ev.started)+len(ev.succeeded)+len(ev.failed)+len(ev.aborted)+len(ev.interrupted) != 0 {
+			t.Errorf("%s: events %+v; want one execution.skipped and nothing else", id, ev)
+			continue
+		}
+		s := ev.skipped[0]
+		if s.JobID != job || s.OLTID != "olt-a" || s.PollerID != "p1" || s.Attempt != 2 || !s.ScheduledAt.Equal(node.ScheduledAt) ||
+			s.SkippedAt.Before(node.ScheduledAt) || !strings.Contains(s.Reason, "stale: scheduled at ") {
+			t.Errorf("%s: execution.skipped %+v", id, s)
+		}
+		if want := id + ":2:skipped"; ev.skippedMsgIDs[0] != want {
+			t.Errorf("%s: Nats-Msg-Id %q, want %q", id, ev.skippedMsgIDs[0], want)
+		}
+	}
+	if n := e.fleet.OLT("olt-a").Record().Requests; n != 0 {
+		t.Fatalf("a stale composite sent %d SNMP requests", n)
+	}
+	if h, held := e.leaseHolder(t, "olt-a"); held {
+		t.Fatalf("lease held by %s", h)
+	}
+	// One skipped NodeDue per delivery: the metric counts nodes, not
+	// executions.
+	if n := counter(t, reg, "facho_poller_nodes_skipped_total"); n != 2 {
+		t.Fatalf("facho_poller_nodes_skipped_total = %v, want 2 (two deliveries)", n)
+	}
+}

@@ -16,16 +16,19 @@
 //     it waited that long in the poller queue (an outage), so it is not run
 //     (no catch-up). Publish ExecutionSkipped with the NodeDue's attempt
 //     ("<execution_id>:<attempt>:skipped") and ACK; no lease, no SNMP
-//     request.
+//     request. A composite's chained executions are skipped with it, each
+//     with its own event and the same attempt (the planner's flight ends
+//     only when every execution of the composite has ended).
 //  3. Acquire the OLT's lease (pkg/lease). Held by someone else: NAK with
 //     Config.LeaseBusyDelay (the planner dispatches one node per OLT at a
 //     time, so this is the safety net); on the consumer's last delivery,
-//     end it as skipped instead of letting it vanish at MaxDeliver.
+//     end it as skipped (a composite whole, as in 2) instead of letting it
+//     vanish at MaxDeliver.
 //  4. Cancelled by the planner (KV facho_cancel, checked under the lease):
-//     release the lease, publish ExecutionAborted, ACK. While it runs, a
-//     cancellation of mode "all" (its OLT disabled or deleted) stops the
-//     walk between two requests: the lease is released and the execution
-//     ends with ExecutionInterrupted.
+//     release the lease, publish ExecutionAborted (one per execution of a
+//     composite), ACK. While it runs, a cancellation of mode "all" (its
+//     OLT disabled or deleted) stops the walk between two requests: the
+//     lease is released and the execution ends with ExecutionInterrupted.
 //  5. Attempt number: one more than the execution's ExecutionStarted
 //     events already on the OLT's started subject (see attemptNumber).
 //  6. Publish ExecutionStarted, then walk each OID's subtree (walk:
