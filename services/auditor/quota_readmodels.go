@@ -61,7 +61,19 @@ func (a *auditor) quotaReadModels() []projection.ReadModel {
 			src.ApplyBatch = a.execQuotaBatch(c.name)
 			src.Batch = quotaRebuildBatch
 			src.Partition = projection.SubjectToken(2) // facho.exec.<olt>.<phase>
-			quotas = append(quotas, src)
+			// First: a rebuild applies its sources one after the other, and
+			// the trackers do not depend on the order (recompute), but the
+			// work does. Before their NodeDue, an execution's events touch
+			// no tracker (no hour yet), so the executions' pass recomputes
+			// none and the NodeDue pass recomputes each touched hour once
+			// per run; the other way round both passes recompute them,
+			// each over the hour's executions. On 150,000 events of 10
+			// OLTs: Postgres CPU 0.86-1.04 s -> 0.74-0.87 s per rebuild. A
+			// row keeps the olt_id and task_type of the first event of its
+			// execution (nodeDueSQL): the execution event's now, the
+			// NodeDue's before; they are the same ids unless a publisher
+			// is wrong.
+			quotas = append([]projection.Source{src}, quotas...)
 		case streams.ConsumerAuditorNotify:
 			violations = src
 		case streams.ConsumerAuditorNotifyLog:
