@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -276,10 +277,33 @@ func (p *projector) leadPartition(ctx context.Context, b *balance, i int, durabl
 
 // mine: the batch on subject is this loop's partition's.
 func (l *varbindLoop) mine(subject string) bool {
-	if l.partitions <= 1 {
-		return true
+	return l.owns(streams.OLTOfVarbindsSubject(subject))
+}
+
+// owns: olt's batches are this loop's partition's.
+func (l *varbindLoop) owns(olt string) bool {
+	return l.partitions <= 1 || streams.VarbindPartition(olt, l.partitions) == l.partition
+}
+
+// ownsEvent: the pending event is of an OLT this loop owns; one whose
+// subject names no OLT is partition 0's.
+func (l *varbindLoop) ownsEvent(e outboxRow) bool {
+	olt := oltOfONUSubject(e.Subject)
+	if olt == "" {
+		return l.partition == 0
 	}
-	return streams.VarbindPartition(streams.OLTOfVarbindsSubject(subject), l.partitions) == l.partition
+	return l.owns(olt)
+}
+
+// oltOfONUSubject is the OLT id of a facho.onu.<olt_id>.<change> subject
+// (streams.SubjectONU; "" when subject is not one).
+func oltOfONUSubject(subject string) string {
+	rest, ok := strings.CutPrefix(subject, "facho.onu.")
+	i := strings.LastIndexByte(rest, '.')
+	if !ok || i <= 0 {
+		return ""
+	}
+	return rest[:i]
 }
 
 // regimeDurables are the durables of this loop's partition count (none

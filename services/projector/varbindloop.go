@@ -138,7 +138,8 @@ func (l *varbindLoop) lead(ctx context.Context, lock *pgxpool.Conn) error {
 		return err
 	}
 	if l.partition == 0 {
-		// After publishLeftovers: it published what they left.
+		// The former durables hold no events: what their loops left in
+		// pending_events is published by each partition for its OLTs.
 		l.dropOtherCounts(ctx)
 	}
 	// Events of the per-event outbox of earlier versions.
@@ -518,25 +519,13 @@ func (l *varbindLoop) publish(ctx context.Context, worker int, events []outboxRo
 	return l.publishFor(ctx, l.consumer, worker, events)
 }
 
-// publishFor is publish for the pending row of consumer (a loop's own, or
-// one left by a partition that no longer exists).
+// publishFor is publish for the pending row of consumer and worker.
 func (l *varbindLoop) publishFor(ctx context.Context, consumer string, worker int, events []outboxRow) error {
 	if len(events) == 0 {
 		return nil
 	}
-	backoff := 100 * time.Millisecond
-	for {
-		err := publishAll(ctx, l.js, events, l.p.cfg.PublishTimeout)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		l.p.metrics.outboxFailures.Inc()
-		l.p.log.Warn().Err(err).Int("events", len(events)).Msg("publishing onu events failed; will retry")
-		sleepCtx(ctx, backoff)
-		backoff = min(2*backoff, 5*time.Second)
+	if err := l.publishRetry(ctx, events); err != nil {
+		return err
 	}
 	if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, consumer, worker); err != nil && ctx.Err() == nil {
 		// Published already: at worst they are published again at the
@@ -546,16 +535,77 @@ func (l *varbindLoop) publishFor(ctx context.Context, consumer string, worker in
 	return nil
 }
 
-// publishLeftovers publishes what a previous holder committed and did not
-// publish (crash between commit and publish), then clears it. The loop
-// that leads the first partition (or the only one) also publishes what
-// partitions of another partition count left: nobody else would.
+// publishRetry publishes events, in order, retrying until JetStream takes
+// them all (nil) or ctx ends (its error).
+func (l *varbindLoop) publishRetry(ctx context.Context, events []outboxRow) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := publishAll(ctx, l.js, events, l.p.cfg.PublishTimeout)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		l.p.metrics.outboxFailures.Inc()
+		l.p.log.Warn().Err(err).Int("events", len(events)).Msg("publishing onu events failed; will retry")
+		sleepCtx(ctx, backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// publishLeftovers publishes what was committed and not published (a
+// crash between commit and publish) before the loop applies anything:
+// first what the partitions of a former count left for this loop's OLTs
+// (publishFormer), then this loop's own rows, clearing each.
 func (l *varbindLoop) publishLeftovers(ctx context.Context) error {
-	rows, err := l.db.Query(ctx, `SELECT consumer, worker, events FROM pending_events
-		WHERE events IS NOT NULL AND (consumer = $1 OR ($4 AND consumer LIKE $2 || '-p%' AND consumer <> ALL($3)))`,
-		l.consumer, l.logical, l.regimeDurables(), l.partition == 0)
+	if err := l.publishFormer(ctx); err != nil {
+		return err
+	}
+	rows, err := l.db.Query(ctx, `SELECT worker, events FROM pending_events WHERE events IS NOT NULL AND consumer = $1`, l.consumer)
 	if err != nil {
-		return fmt.Errorf("read pending events: %w", err)
+		return fmt.Errorf("read pending events of %s: %w", l.consumer, err)
+	}
+	type left struct {
+		Worker int
+		Events []byte
+	}
+	lefts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[left])
+	if err != nil {
+		return fmt.Errorf("read pending events of %s: %w", l.consumer, err)
+	}
+	for _, lf := range lefts {
+		events, err := decodePending(lf.Events)
+		if err != nil {
+			l.p.log.Error().Err(err).Str(telemetry.KeyConsumer, l.consumer).Int("worker", lf.Worker).Msg("dropping unreadable pending events")
+		} else if err := l.publishFor(ctx, l.consumer, lf.Worker, events); err != nil {
+			return err
+		}
+		if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, l.consumer, lf.Worker); err != nil {
+			return fmt.Errorf("clear pending events of %s worker %d: %w", l.consumer, lf.Worker, err)
+		}
+		l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Int("events", len(events)).Int("worker", lf.Worker).Msg("published onu events left by a previous holder")
+	}
+	return nil
+}
+
+// publishFormer publishes the events that the loops of a former partition
+// count (N changed; the unpartitioned projection is the count 1) left in
+// pending_events for the OLTs this loop applies now, in their order, and
+// removes them from those rows. It runs before this loop applies anything,
+// and this loop alone publishes its OLTs' newer events, so an ONU's older
+// events cannot be overtaken by its newer ones. Each loop takes only its
+// own OLTs' share: no loop waits for another (a partition not led yet
+// leaves its OLTs' share, and holds back their newer events alike).
+//
+// All of an OLT's unpublished events are in one row: the loops of a count
+// publish their own rows before applying, and this share before that.
+func (l *varbindLoop) publishFormer(ctx context.Context) error {
+	rows, err := l.db.Query(ctx, `SELECT consumer, worker, events FROM pending_events
+		WHERE events IS NOT NULL AND consumer <> $1 AND (consumer = $2 OR consumer LIKE $2 || '-p%') AND consumer <> ALL($3)`,
+		l.consumer, l.logical, l.regimeDurables())
+	if err != nil {
+		return fmt.Errorf("read pending events of former partitions: %w", err)
 	}
 	type left struct {
 		Consumer string
@@ -564,19 +614,69 @@ func (l *varbindLoop) publishLeftovers(ctx context.Context) error {
 	}
 	lefts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[left])
 	if err != nil {
-		return fmt.Errorf("read pending events: %w", err)
+		return fmt.Errorf("read pending events of former partitions: %w", err)
 	}
 	for _, lf := range lefts {
 		events, err := decodePending(lf.Events)
-		if err != nil {
-			l.p.log.Error().Err(err).Int("worker", lf.Worker).Msg("dropping unreadable pending events")
-		} else if err := l.publishFor(ctx, lf.Consumer, lf.Worker, events); err != nil {
+		var mine []outboxRow
+		if err == nil {
+			for _, e := range events {
+				if l.ownsEvent(e) {
+					mine = append(mine, e)
+				}
+			}
+			if len(mine) == 0 {
+				continue
+			}
+			if err := l.publishRetry(ctx, mine); err != nil {
+				return err
+			}
+		}
+		// Unreadable: whichever loop reads it first drops it (in takeFormer).
+		if err := l.takeFormer(ctx, lf.Consumer, lf.Worker); err != nil {
 			return err
 		}
-		if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, lf.Consumer, lf.Worker); err != nil {
-			return fmt.Errorf("clear pending events: %w", err)
+		l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Str("former", lf.Consumer).Int("worker", lf.Worker).Int("events", len(mine)).
+			Msg("published the onu events a former partition left for this partition's OLTs")
+	}
+	return nil
+}
+
+// takeFormer removes this loop's OLTs' events from a former partition's
+// pending row (NULL once empty). It reads the row again under a row lock:
+// the loops of the other partitions take their shares of it meanwhile.
+func (l *varbindLoop) takeFormer(ctx context.Context, consumer string, worker int) error {
+	err := pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
+		var blob []byte
+		err := tx.QueryRow(ctx, `SELECT events FROM pending_events WHERE consumer = $1 AND worker = $2 FOR UPDATE`, consumer, worker).Scan(&blob)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && blob == nil) {
+			return nil
 		}
-		l.p.log.Info().Int("events", len(events)).Int("worker", lf.Worker).Msg("published onu events left by a previous holder")
+		if err != nil {
+			return fmt.Errorf("read the row: %w", err)
+		}
+		events, err := decodePending(blob)
+		var rest []byte
+		if err != nil {
+			l.p.log.Error().Err(err).Str("former", consumer).Int("worker", worker).Msg("dropping unreadable pending events")
+		} else {
+			var keep []outboxRow
+			for _, e := range events {
+				if !l.ownsEvent(e) {
+					keep = append(keep, e)
+				}
+			}
+			if len(keep) > 0 {
+				rest = encodePending(keep)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE pending_events SET events = $3 WHERE consumer = $1 AND worker = $2`, consumer, worker, rest); err != nil {
+			return fmt.Errorf("write what is left: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("take the published events out of %s worker %d: %w", consumer, worker, err)
 	}
 	return nil
 }
