@@ -31,6 +31,11 @@ const (
 	outcomeFailed      = "FAILED"
 	outcomeSkipped     = "SKIPPED"
 	outcomeInterrupted = "INTERRUPTED"
+	// outcomeAborted: the planner cancelled the execution (its task or OLT
+	// disabled or deleted) before its next attempt: counted in no bucket,
+	// neither pending any more nor omitted for lack of time (seed 002's
+	// quota_skipped).
+	outcomeAborted = "ABORTED"
 )
 
 // period is the hour (UTC) t falls in.
@@ -321,6 +326,8 @@ func parseExecQuota(env streams.Envelope) (execQuotaEvent, bool, error) {
 		q, err = execQuotaData(env, skippedQuota)
 	case streams.TypeExecutionInterrupted:
 		q, err = execQuotaData(env, interruptedQuota)
+	case streams.TypeExecutionAborted:
+		q, err = execQuotaData(env, abortedQuota)
 	default:
 		return q, false, nil
 	}
@@ -352,14 +359,14 @@ func (q execQuotaEvent) check(typ string) error {
 
 func startedQuota(ev streams.ExecutionStarted) execQuotaEvent {
 	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeRunning, attempt: ev.Attempt}
-	q.cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome = 'PENDING'))`
+	q.cond = `q.outcome NOT IN ('SUCCESS', 'ABORTED') AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome = 'PENDING'))`
 	return q
 }
 
 func succeededQuota(ev streams.ExecutionSucceeded) execQuotaEvent {
 	d := ev.DurationMS
 	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeSuccess, attempt: ev.Attempt, duration: &d, streak: -1}
-	q.cond = `q.outcome <> 'SUCCESS'`
+	q.cond = `q.outcome NOT IN ('SUCCESS', 'ABORTED')`
 	return q
 }
 
@@ -369,7 +376,7 @@ func failedQuota(ev streams.ExecutionFailed) execQuotaEvent {
 	if !ev.Retryable {
 		q.streak = 1
 	}
-	q.cond = `q.outcome <> 'SUCCESS' AND q.attempt <= EXCLUDED.attempt`
+	q.cond = `q.outcome NOT IN ('SUCCESS', 'ABORTED') AND q.attempt <= EXCLUDED.attempt`
 	return q
 }
 
@@ -378,15 +385,27 @@ func skippedQuota(ev streams.ExecutionSkipped) execQuotaEvent {
 	// A skip of an attempt below the one the row last saw (a stale
 	// delivery of an earlier dispatch, read while its retry runs) is
 	// not the execution's end; one without attempt (an event from
-	// before the field) ends it whatever attempt runs.
-	q.cond = `q.outcome IN ('PENDING', 'RUNNING') AND (EXCLUDED.attempt = 0 OR q.attempt <= EXCLUDED.attempt)`
+	// before the field) ends it whatever attempt runs. The skip of the
+	// retry after a failed or lost attempt (a higher attempt) ends it too,
+	// as the planner and the executions read model end it.
+	q.cond = `(q.outcome IN ('PENDING', 'RUNNING') AND (EXCLUDED.attempt = 0 OR q.attempt <= EXCLUDED.attempt))
+		OR (q.outcome IN ('FAILED', 'INTERRUPTED') AND q.attempt < EXCLUDED.attempt)`
 	return q
 }
 
 func interruptedQuota(ev streams.ExecutionInterrupted) execQuotaEvent {
 	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeInterrupted, attempt: ev.Attempt}
 	// An attempt that already ended keeps its outcome.
-	q.cond = `q.outcome <> 'SUCCESS' AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome IN ('PENDING', 'RUNNING')))`
+	q.cond = `q.outcome NOT IN ('SUCCESS', 'ABORTED') AND (q.attempt < EXCLUDED.attempt OR (q.attempt = EXCLUDED.attempt AND q.outcome IN ('PENDING', 'RUNNING')))`
+	return q
+}
+
+func abortedQuota(ev streams.ExecutionAborted) execQuotaEvent {
+	q := execQuotaEvent{execID: ev.ExecutionID, olt: ev.OLTID, job: ev.JobID, outcome: outcomeAborted}
+	// As the executions read model: an abort (it has no attempt) ends an
+	// execution that has not succeeded, a pending retry of a failed or
+	// lost attempt included; final, like a skip.
+	q.cond = `q.outcome IN ('PENDING', 'RUNNING', 'FAILED', 'INTERRUPTED')`
 	return q
 }
 

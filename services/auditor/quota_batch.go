@@ -364,20 +364,24 @@ func (r *quotaRun) exec(q execQuotaEvent, at time.Time) {
 }
 
 // replaces is the event's condition (cond) on the stored outcome and
-// attempt.
+// attempt (TestReplacesIsCond).
 func (q execQuotaEvent) replaces(outcome string, attempt int32) bool {
 	a := int32(q.attempt)
+	final := outcome == outcomeSuccess || outcome == outcomeAborted
+	pending := outcome == outcomePending || outcome == outcomeRunning
 	switch q.outcome {
 	case outcomeRunning:
-		return outcome != outcomeSuccess && (attempt < a || (attempt == a && outcome == outcomePending))
+		return !final && (attempt < a || (attempt == a && outcome == outcomePending))
 	case outcomeSuccess:
-		return outcome != outcomeSuccess
+		return !final
 	case outcomeFailed:
-		return outcome != outcomeSuccess && attempt <= a
+		return !final && attempt <= a
 	case outcomeSkipped:
-		return (outcome == outcomePending || outcome == outcomeRunning) && (a == 0 || attempt <= a)
+		return pending && (a == 0 || attempt <= a) || (outcome == outcomeFailed || outcome == outcomeInterrupted) && attempt < a
 	case outcomeInterrupted:
-		return outcome != outcomeSuccess && (attempt < a || (attempt == a && (outcome == outcomePending || outcome == outcomeRunning)))
+		return !final && (attempt < a || (attempt == a && pending))
+	case outcomeAborted:
+		return pending || outcome == outcomeFailed || outcome == outcomeInterrupted
 	}
 	return false
 }
@@ -559,6 +563,8 @@ func execQuotaOn(d *projection.Decoders, m jsrouter.Msg) (quotaEvent, bool) {
 		env, q, err = execQuotaOnAs(d, m, skippedQuota)
 	case streams.PhaseInterrupted:
 		env, q, err = execQuotaOnAs(d, m, interruptedQuota)
+	case streams.PhaseAborted:
+		env, q, err = execQuotaOnAs(d, m, abortedQuota)
 	default:
 		return quotaEvent{}, false
 	}
