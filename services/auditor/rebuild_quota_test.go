@@ -117,10 +117,16 @@ func (g *quotaGen) execs(from, to int) {
 			g.pub(dueSubject, at, due)
 			started(1)
 			succeeded(1)
-		case 1: // retried
+		case 1: // retried; every other retry skipped (the execution ends SKIPPED)
 			g.pub(dueSubject, at, due)
 			started(1)
 			failed(1, true)
+			if i%20 == 11 {
+				g.pub(streams.SubjectExec(olt, streams.PhaseSkipped), at.Add(3*time.Second), streams.ExecutionSkipped{ExecutionID: id, JobID: task.job, OLTID: olt,
+					PollerID: "p2", Attempt: 2, ScheduledAt: at, SkippedAt: at.Add(3 * time.Second), Reason: "stale"})
+				failed(1, true) // late: the skip stands
+				break
+			}
 			started(2)
 			succeeded(2)
 		case 2:
@@ -164,10 +170,17 @@ func (g *quotaGen) execs(from, to int) {
 			succeeded(1)
 			succeeded(1)
 			started(1)
-		case 8: // aborted: the quotas only move their watermark
+		case 8: // aborted (in no bucket); every other one the retry of a failed attempt
 			g.pub(dueSubject, at, due)
-			g.pub(streams.SubjectExec(olt, streams.PhaseAborted), at.Add(time.Second), streams.ExecutionAborted{ExecutionID: id, JobID: task.job, OLTID: olt,
-				PollerID: "p1", AbortedAt: at.Add(time.Second), Reason: "OLT disabled"})
+			if i%20 == 18 {
+				started(1)
+				failed(1, true)
+			}
+			g.pub(streams.SubjectExec(olt, streams.PhaseAborted), at.Add(3*time.Second), streams.ExecutionAborted{ExecutionID: id, JobID: task.job, OLTID: olt,
+				PollerID: "p1", AbortedAt: at.Add(3 * time.Second), Reason: "OLT disabled"})
+			if i%20 == 18 {
+				failed(1, true) // late: the abort stands
+			}
 		case 9: // pending for ever; a malformed and a misrouted event
 			g.pub(dueSubject, at, due)
 			g.raw(streams.SubjectExec(olt, streams.PhaseStarted), []byte(`{"not":"an envelope"}`))
@@ -296,12 +309,16 @@ func TestRebuildQuotasBatchEqualsPerMessage(t *testing.T) {
 func checkQuotaShapes(t *testing.T, db *pgxpool.Pool) {
 	t.Helper()
 	for q, min := range map[string]int64{
-		`SELECT count(*) FROM quota_tracker WHERE quota_skipped > 0 AND quota_failed > 0 AND quota_pending > 0`: 10,
-		`SELECT count(*) FROM quota_executions WHERE outcome = 'INTERRUPTED'`:                                   10,
-		`SELECT count(*) FROM quota_executions WHERE outcome = 'INTERRUPTED' AND attempt = 2`:                   5,
-		`SELECT count(*) FROM quota_interruptions`:                                                              2,
-		`SELECT count(*) FROM failure_streaks WHERE consecutive_failures > 0`:                                   1,
-		`SELECT count(*) FROM quota_watermarks`:                                                                 4,
+		`SELECT count(*) FROM quota_tracker WHERE quota_skipped > 0 AND quota_failed > 0`:     10,
+		`SELECT count(*) FROM quota_tracker WHERE quota_pending > 0`:                          10,
+		`SELECT count(*) FROM quota_executions WHERE outcome = 'SKIPPED' AND attempt = 2`:     5,
+		`SELECT count(*) FROM quota_executions WHERE outcome = 'ABORTED' AND attempt = 1`:     5,
+		`SELECT count(*) FROM quota_executions WHERE outcome = 'ABORTED' AND attempt = 0`:     5,
+		`SELECT count(*) FROM quota_executions WHERE outcome = 'INTERRUPTED'`:                 10,
+		`SELECT count(*) FROM quota_executions WHERE outcome = 'INTERRUPTED' AND attempt = 2`: 5,
+		`SELECT count(*) FROM quota_interruptions`:                                            2,
+		`SELECT count(*) FROM failure_streaks WHERE consecutive_failures > 0`:                 1,
+		`SELECT count(*) FROM quota_watermarks`:                                               4,
 	} {
 		var n int64
 		if err := db.QueryRow(context.Background(), q).Scan(&n); err != nil || n < min {
