@@ -119,43 +119,17 @@ func decodeCancel(b []byte) (streams.ExecutionCancel, error) {
 }
 
 // abort records a NodeDue the planner cancelled before it started as
-// aborted and acknowledges it; no SNMP request was sent. A composite's
-// chained executions are aborted too, as runChain ends the rest of an
-// interrupted composite: the planner's flight ends only when every
-// execution of the composite has ended (else the OLT's queue waits for
-// the stuck timeout), and the read model gets an ABORTED row for each
-// (a NodeDue records only its master's). Each keeps its own Nats-Msg-Id,
-// so a redelivery's aborts are recorded once.
+// aborted, with a composite's chained executions (publishNotRunWhole), and
+// acknowledges it; no SNMP request was sent.
 func (p *poller) abort(work context.Context, msg jetstream.Msg, node streams.NodeDue, reason string, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
 	defer cancel()
-	subject := streams.SubjectExec(node.OLTID, streams.PhaseAborted)
-	now := time.Now().UTC()
-	evs := make([]streams.ExecutionAborted, 0, 1+len(node.Chain))
-	evs = append(evs, streams.ExecutionAborted{
-		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID, Reason: reason, AbortedAt: now,
-	})
-	for _, c := range node.Chain {
-		evs = append(evs, streams.ExecutionAborted{
-			ExecutionID: c.ExecutionID, JobID: c.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
-			Reason: "composite aborted: " + reason, AbortedAt: now,
-		})
+	if err := p.publishNotRunWhole(ctx, node, streams.PhaseAborted, reason, time.Now().UTC()); err != nil {
+		log.Warn().Err(err).Msg("publish execution aborted")
+		nak(msg, p.cfg.TransientDelay, log)
+		return
 	}
-	// Stops after the master and each chained node, or at the first
-	// failure: the NodeDue is then redelivered and aborted again whole.
-	for _, ev := range evs {
-		id := streams.MsgID(ev.ExecutionID, streams.PhaseAborted)
-		b, err := streams.EncodeWithID(id, p.cfg.Source, now, ev)
-		if err == nil {
-			_, err = p.js.Publish(ctx, subject, b, jetstream.WithMsgID(id))
-		}
-		if err != nil {
-			log.Warn().Err(err).Str(telemetry.KeySubject, subject).Str(telemetry.KeyExecution, ev.ExecutionID).Msg("publish execution aborted")
-			nak(msg, p.cfg.TransientDelay, log)
-			return
-		}
-	}
-	p.metrics.executions.WithLabelValues("aborted").Add(float64(len(evs)))
+	p.metrics.executions.WithLabelValues("aborted").Add(float64(1 + len(node.Chain)))
 	log.Warn().Str("reason", reason).Int("chained", len(node.Chain)).Msg("node due aborted by the planner")
 	if err := msg.DoubleAck(ctx); err != nil {
 		log.Warn().Err(err).Msg("ack aborted node due")

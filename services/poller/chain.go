@@ -3,6 +3,7 @@ package poller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,9 +29,7 @@ func (p *poller) runChain(work context.Context, node streams.NodeDue, master *ex
 		stop, stopPhase = "composite interrupted: "+interruptReason(work), streams.PhaseAborted
 	}
 	for _, c := range node.Chain {
-		sub := node
-		sub.ExecutionID, sub.JobID, sub.JobName, sub.Kind, sub.OIDs, sub.TimeoutSeconds = c.ExecutionID, c.JobID, c.JobName, c.Kind, c.OIDs, c.TimeoutSeconds
-		sub.Chain, sub.StopOnFailure = nil, false
+		sub := chainedNode(node, c)
 		clog := log.With().Str(telemetry.KeyJob, c.JobID).Str(telemetry.KeyExecution, c.ExecutionID).Str("chained_to", node.ExecutionID).Logger()
 		if stop == "" && interruption(work) != nil {
 			stop, stopPhase = "composite interrupted: "+interruptReason(work), streams.PhaseAborted
@@ -66,12 +65,33 @@ func (p *poller) endUnrun(work context.Context, node streams.NodeDue, l *lease.L
 	if err := l.Release(ctx); err != nil && !errors.Is(err, lease.ErrLost) {
 		log.Warn().Err(err).Msg("release lease")
 	}
-	now := time.Now().UTC()
+	if err := p.publishNotRun(ctx, node, phase, reason, time.Now().UTC()); err != nil {
+		log.Warn().Err(err).Str("phase", phase).Msg("publish end of an unrun chained node")
+		return err
+	}
+	log.Info().Str("phase", phase).Str("reason", reason).Msg("chained node not run")
+	return nil
+}
+
+// chainedNode is c, a chained node of the composite node, as the NodeDue
+// runChain runs it under: the composite's OLT, target, schedule and
+// attempt, c's execution, job and work.
+func chainedNode(node streams.NodeDue, c streams.ChainedNode) streams.NodeDue {
+	sub := node
+	sub.ExecutionID, sub.JobID, sub.JobName, sub.Kind, sub.OIDs, sub.TimeoutSeconds = c.ExecutionID, c.JobID, c.JobName, c.Kind, c.OIDs, c.TimeoutSeconds
+	sub.Chain, sub.StopOnFailure = nil, false
+	return sub
+}
+
+// publishNotRun publishes the end of node, an execution this poller did
+// not run: skipped (phase PhaseSkipped; its Nats-Msg-Id skippedMsgID, per
+// attempt) or aborted (PhaseAborted; <execution_id>:aborted), at now.
+func (p *poller) publishNotRun(ctx context.Context, node streams.NodeDue, phase, reason string, now time.Time) error {
 	var ev streams.Event = streams.ExecutionSkipped{ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
-		Attempt: node.Attempt, ScheduledAt: node.ScheduledAt.UTC(), SkippedAt: now, Reason: reason}
+		Attempt: node.Attempt, ScheduledAt: node.ScheduledAt.UTC(), SkippedAt: now.UTC(), Reason: reason}
 	id := skippedMsgID(node)
 	if phase == streams.PhaseAborted {
-		ev = streams.ExecutionAborted{ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID, Reason: reason, AbortedAt: now}
+		ev = streams.ExecutionAborted{ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID, Reason: reason, AbortedAt: now.UTC()}
 		id = streams.MsgID(node.ExecutionID, phase)
 	}
 	b, err := streams.EncodeWithID(id, p.cfg.Source, now, ev)
@@ -79,10 +99,27 @@ func (p *poller) endUnrun(work context.Context, node streams.NodeDue, l *lease.L
 		_, err = p.js.Publish(ctx, streams.SubjectExec(node.OLTID, phase), b, jetstream.WithMsgID(id))
 	}
 	if err != nil {
-		log.Warn().Err(err).Str("phase", phase).Msg("publish end of an unrun chained node")
+		return fmt.Errorf("publish %s of execution %s: %w", phase, node.ExecutionID, err)
+	}
+	return nil
+}
+
+// publishNotRunWhole is publishNotRun of node and, for a composite, of
+// each of its chained nodes (reason "composite <phase>: ..."), in that
+// order, stopping at the first failure: the planner's flight of a
+// composite ends only when every execution of it has ended (else the
+// OLT's queue waits for the stuck timeout), and each execution gets its
+// row in the read model (a NodeDue records only its master's). The
+// Nats-Msg-Ids make a redelivery's events already published duplicates.
+func (p *poller) publishNotRunWhole(ctx context.Context, node streams.NodeDue, phase, reason string, now time.Time) error {
+	if err := p.publishNotRun(ctx, node, phase, reason, now); err != nil {
 		return err
 	}
-	log.Info().Str("phase", phase).Str("reason", reason).Msg("chained node not run")
+	for _, c := range node.Chain {
+		if err := p.publishNotRun(ctx, chainedNode(node, c), phase, "composite "+phase+": "+reason, now); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

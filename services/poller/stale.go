@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -56,16 +55,10 @@ func busyReason(deliveries uint64) string {
 // attempt) is not dropped as a duplicate of an earlier dispatch's;
 // "<execution_id>:skipped" for a NodeDue without an attempt.
 func skippedMsgID(node streams.NodeDue) string {
-	return skipMsgID(node.ExecutionID, node.Attempt)
-}
-
-// skipMsgID is the Nats-Msg-Id of the skip of attempt of executionID (see
-// skippedMsgID).
-func skipMsgID(executionID string, attempt int) string {
-	if attempt > 0 {
-		return streams.MsgID(executionID, attempt, streams.PhaseSkipped)
+	if node.Attempt > 0 {
+		return streams.MsgID(node.ExecutionID, node.Attempt, streams.PhaseSkipped)
 	}
-	return streams.MsgID(executionID, streams.PhaseSkipped)
+	return streams.MsgID(node.ExecutionID, streams.PhaseSkipped)
 }
 
 // skip records a stale NodeDue as skipped and acknowledges it, without
@@ -73,11 +66,8 @@ func skipMsgID(executionID string, attempt int) string {
 // NodeDue's attempt: a stale delivery of an earlier dispatch then does not
 // end the planner's retry of the execution. Its id (skippedMsgID) makes a
 // re-send after a failed ack a duplicate the stream drops. A composite's
-// chained executions are skipped too, with the same attempt, as runChain
-// skips the rest of a stopped chain: the planner's flight ends only when
-// every execution of the composite has ended (else the OLT's queue waits
-// for the stuck timeout), and each execution gets its SKIPPED row (a
-// NodeDue records only its master's).
+// chained executions are skipped too, with the same attempt
+// (publishNotRunWhole).
 func (p *poller) skip(work context.Context, msg jetstream.Msg, node streams.NodeDue, now time.Time, reason string, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(work), finalPublishTimeout)
 	defer cancel()
@@ -90,32 +80,10 @@ func (p *poller) skip(work context.Context, msg jetstream.Msg, node streams.Node
 			log.Warn().Err(err).Msg("check open attempts before skipping")
 		}
 	}
-	subject := streams.SubjectExec(node.OLTID, streams.PhaseSkipped)
-	evs := make([]streams.ExecutionSkipped, 0, 1+len(node.Chain))
-	evs = append(evs, streams.ExecutionSkipped{
-		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID, Attempt: node.Attempt,
-		ScheduledAt: node.ScheduledAt.UTC(), SkippedAt: now.UTC(), Reason: reason,
-	})
-	for _, c := range node.Chain {
-		evs = append(evs, streams.ExecutionSkipped{
-			ExecutionID: c.ExecutionID, JobID: c.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID, Attempt: node.Attempt,
-			ScheduledAt: node.ScheduledAt.UTC(), SkippedAt: now.UTC(), Reason: "composite skipped: " + reason,
-		})
-	}
-	// Stops after the master and each chained node, or at the first
-	// failure: the NodeDue is then redelivered and skipped again whole
-	// (the ids make the events already published duplicates).
-	for _, ev := range evs {
-		id := skipMsgID(ev.ExecutionID, ev.Attempt)
-		b, err := streams.EncodeWithID(id, p.cfg.Source, now, ev)
-		if err == nil {
-			_, err = p.js.Publish(ctx, subject, b, jetstream.WithMsgID(id))
-		}
-		if err != nil {
-			log.Warn().Err(err).Str(telemetry.KeySubject, subject).Str(telemetry.KeyExecution, ev.ExecutionID).Msg("publish execution skipped")
-			nak(msg, p.cfg.TransientDelay, log)
-			return
-		}
+	if err := p.publishNotRunWhole(ctx, node, streams.PhaseSkipped, reason, now); err != nil {
+		log.Warn().Err(err).Msg("publish execution skipped")
+		nak(msg, p.cfg.TransientDelay, log)
+		return
 	}
 	p.metrics.skipped.Inc()
 	log.Warn().Time("scheduled_at", node.ScheduledAt).Int("interval_seconds", node.IntervalSeconds).
