@@ -409,7 +409,7 @@ func (p *planner) publishAudit(ctx context.Context, ev streams.AuditEvent, id st
 // interrupted if it runs (the poller watches facho_cancel, stops between
 // two requests and releases the lease). A retry not dispatched yet (in
 // its backoff, or waiting in the OLT's queue) is ended by the planner's
-// own execution.aborted (see abortRetry). Each is an EXECUTION_ABORTED
+// own execution.aborted (abortExecution). Each is an EXECUTION_ABORTED
 // audit event.
 func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 	if reason == "" {
@@ -421,7 +421,7 @@ func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 	if c.Backoff.Attempts > 0 {
 		p.m.aborted.Inc()
 		id := ExecutionID(c.Key, c.Backoff.ScheduledAt)
-		p.abortRetry(ctx, c.Key, id, reason)
+		p.abortExecution(ctx, c.Key, id, retryCancelled+reason)
 		p.auditAbort(ctx, c, id, "retry-pending", reason)
 	}
 	for _, d := range p.queues.Drop(c.Key) {
@@ -430,10 +430,10 @@ func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 		switch {
 		case id != "":
 			// A manual run: the API told its id, so it must end.
-			p.abortManual(ctx, d.Key, id, reason)
+			p.abortExecution(ctx, d.Key, id, reason)
 		case d.Retry > 0:
 			id = ExecutionID(d.Key, d.ScheduledAt)
-			p.abortRetry(ctx, d.Key, id, reason)
+			p.abortExecution(ctx, d.Key, id, retryCancelled+reason)
 		default:
 			// A first run never dispatched: no event of its execution
 			// exists, so none has to end it.
@@ -465,17 +465,8 @@ func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 	p.auditAbort(ctx, c, f.ExecutionID, "dispatched ("+mode+")", reason)
 }
 
-// abortRetry ends an execution whose retry the planner drops before its
-// dispatch: its last event is the failed (or lost) attempt before it, and
-// no poller will see the retry's NodeDue to abort it, so without this the
-// execution would read FAILED or INTERRUPTED, retry pending, for ever.
-func (p *planner) abortRetry(ctx context.Context, k NodeKey, executionID, reason string) {
-	if err := p.publishAborted(ctx, k, executionID, "pending retry cancelled: "+reason); err != nil {
-		p.m.publishErrs.Inc()
-		p.log.Warn().Err(err).Str(telemetry.KeyJob, k.JobID).Str(telemetry.KeyOLT, k.OLTID).Str(telemetry.KeyExecution, executionID).
-			Msg("publish aborted retry")
-	}
-}
+// retryCancelled begins the reason of a dropped retry's execution.aborted.
+const retryCancelled = "pending retry cancelled: "
 
 // abortUnrestored ends the retries a new term found pending in the
 // persisted schedule for nodes that left the plan (or started over) while
@@ -496,7 +487,7 @@ func (p *planner) abortUnrestored(ctx context.Context) {
 		}
 		p.m.aborted.Inc()
 		id := ExecutionID(k, r.Next)
-		p.abortRetry(ctx, k, id, reason)
+		p.abortExecution(ctx, k, id, retryCancelled+reason)
 		p.auditAbort(ctx, c, id, "retry-pending", reason)
 		p.touch(k) // its entry no longer says retry: a later term does not abort it again
 	}

@@ -48,7 +48,7 @@ func (p *planner) onManual(ctx context.Context, req streams.NodeRunRequested) {
 	p.seenManual[req.ExecutionID] = p.now()
 	n, ok := p.sched.Node(k)
 	if !ok {
-		p.abortManual(ctx, k, req.ExecutionID, "node "+k.NodeID()+" is not plannable: "+p.state.why(k))
+		p.abortExecution(ctx, k, req.ExecutionID, "node "+k.NodeID()+" is not plannable: "+p.state.why(k))
 		return
 	}
 	now := p.now()
@@ -62,12 +62,18 @@ func (p *planner) onManual(ctx context.Context, req streams.NodeRunRequested) {
 	p.dispatchOLT(ctx, k.OLTID, now)
 }
 
-// abortManual ends a manual run the planner cannot make: the API has
-// answered its execution id, so it must not stay PENDING.
-func (p *planner) abortManual(ctx context.Context, k NodeKey, executionID, reason string) {
+// abortExecution ends an execution the planner will not run with its
+// execution.aborted: a manual run it cannot make (the API has answered its
+// execution id, so it must not stay PENDING), or a retry it drops before
+// its dispatch (its last event is the failed or lost attempt before it,
+// and no poller will see the retry's NodeDue to abort it: without this the
+// execution would read FAILED or INTERRUPTED, retry pending, for ever). A
+// failed publish is logged and counted.
+func (p *planner) abortExecution(ctx context.Context, k NodeKey, executionID, reason string) {
 	if err := p.publishAborted(ctx, k, executionID, reason); err != nil {
 		p.m.publishErrs.Inc()
-		p.log.Warn().Err(err).Str(telemetry.KeyExecution, executionID).Msg("publish aborted manual run")
+		p.log.Warn().Err(err).Str(telemetry.KeyJob, k.JobID).Str(telemetry.KeyOLT, k.OLTID).Str(telemetry.KeyExecution, executionID).
+			Msg("publish execution aborted")
 	}
 }
 
