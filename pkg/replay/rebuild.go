@@ -380,19 +380,10 @@ func (rb *rebuild) createShadow(ctx context.Context) error {
 			if !t.ShadowUniqueOnly {
 				continue
 			}
-			rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-				WHERE i.indrelid = ($1 || '.' || $2)::regclass AND NOT i.indisunique`, rb.shadow, pgx.Identifier{t.Name}.Sanitize())
-			if err != nil {
-				return fmt.Errorf("indexes of shadow %s: %w", t.Name, err)
-			}
-			idx, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return fmt.Errorf("indexes of shadow %s: %w", t.Name, err)
-			}
-			for _, i := range idx {
-				if _, err := tx.Exec(ctx, `DROP INDEX `+rb.shadow+`.`+pgx.Identifier{i}.Sanitize()); err != nil {
-					return fmt.Errorf("drop shadow index %s: %w", i, err)
-				}
+			name := pgx.Identifier{t.Name}.Sanitize()
+			if err := dropEach(ctx, tx, `DROP INDEX `+rb.shadow+`.`, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+				WHERE i.indrelid = ($1 || '.' || $2)::regclass AND NOT i.indisunique`, rb.shadow, name); err != nil {
+				return fmt.Errorf("non-unique indexes of shadow %s: %w", t.Name, err)
 			}
 			if err := rb.shadowWithoutGenerated(ctx, tx, t); err != nil {
 				return err
@@ -414,39 +405,38 @@ func (rb *rebuild) shadowWithoutGenerated(ctx context.Context, tx pgx.Tx, t proj
 	for _, c := range t.Generated {
 		// Constraints first (a primary key's index goes with it), then any
 		// other unique index over the column.
-		rows, err := tx.Query(ctx, `SELECT con.conname FROM pg_constraint con
+		if err := dropEach(ctx, tx, `ALTER TABLE `+rb.shadow+`.`+name+` DROP CONSTRAINT `, `SELECT con.conname FROM pg_constraint con
 			JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = ANY(con.conkey)
-			WHERE con.conrelid = ($1 || '.' || $2)::regclass AND con.contype IN ('p', 'u') AND a.attname = $3`, rb.shadow, name, c)
-		if err != nil {
+			WHERE con.conrelid = ($1 || '.' || $2)::regclass AND con.contype IN ('p', 'u') AND a.attname = $3`, rb.shadow, name, c); err != nil {
 			return fmt.Errorf("constraints of shadow %s.%s: %w", t.Name, c, err)
 		}
-		cons, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("constraints of shadow %s.%s: %w", t.Name, c, err)
-		}
-		for _, con := range cons {
-			if _, err := tx.Exec(ctx, `ALTER TABLE `+rb.shadow+`.`+name+` DROP CONSTRAINT `+pgx.Identifier{con}.Sanitize()); err != nil {
-				return fmt.Errorf("drop shadow constraint %s: %w", con, err)
-			}
-		}
-		rows, err = tx.Query(ctx, `SELECT ci.relname FROM pg_index i JOIN pg_class ci ON ci.oid = i.indexrelid
+		if err := dropEach(ctx, tx, `DROP INDEX `+rb.shadow+`.`, `SELECT ci.relname FROM pg_index i JOIN pg_class ci ON ci.oid = i.indexrelid
 			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
-			WHERE i.indrelid = ($1 || '.' || $2)::regclass AND a.attname = $3`, rb.shadow, name, c)
-		if err != nil {
+			WHERE i.indrelid = ($1 || '.' || $2)::regclass AND a.attname = $3`, rb.shadow, name, c); err != nil {
 			return fmt.Errorf("indexes of shadow %s.%s: %w", t.Name, c, err)
-		}
-		idx, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("indexes of shadow %s.%s: %w", t.Name, c, err)
-		}
-		for _, i := range idx {
-			if _, err := tx.Exec(ctx, `DROP INDEX `+rb.shadow+`.`+pgx.Identifier{i}.Sanitize()); err != nil {
-				return fmt.Errorf("drop shadow index %s: %w", i, err)
-			}
 		}
 		col := pgx.Identifier{c}.Sanitize()
 		if _, err := tx.Exec(ctx, `ALTER TABLE `+rb.shadow+`.`+name+` ALTER COLUMN `+col+` DROP DEFAULT, ALTER COLUMN `+col+` DROP NOT NULL`); err != nil {
 			return fmt.Errorf("shadow %s.%s without its values: %w", t.Name, c, err)
+		}
+	}
+	return nil
+}
+
+// dropEach runs drop followed by each name query (with args) returns, in
+// tx: the shadow's indexes or constraints a rebuild leaves out.
+func dropEach(ctx context.Context, tx pgx.Tx, drop, query string, args ...any) error {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, err := tx.Exec(ctx, drop+pgx.Identifier{n}.Sanitize()); err != nil {
+			return fmt.Errorf("drop %s: %w", n, err)
 		}
 	}
 	return nil
