@@ -24,37 +24,8 @@ func TestAbortOfTheRetryEndsTheExecution(t *testing.T) {
 	r := newRig(t)
 	r.start()
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	exec := func(phase string, ev streams.Event) {
-		t.Helper()
-		r.waitCheckpoint(streams.ConsumerProjectorExec, r.publish(streams.SubjectExec("olt-a", phase), ev))
-	}
-	due := func(id string) {
-		t.Helper()
-		r.waitCheckpoint(streams.ConsumerProjectorSchedule, r.publish(streams.SubjectNodeDue("olt-a"), nodeDue(id, t0)))
-	}
-	at := func(attempt int) time.Time { return t0.Add(time.Duration(attempt) * time.Minute) }
-	started := func(id string, attempt int) {
-		t.Helper()
-		exec(streams.PhaseStarted, streams.ExecutionStarted{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: attempt,
-			LeaseRevision: uint64(4 + attempt), StartedAt: at(attempt)})
-	}
-	failed := func(id string, attempt int) {
-		t.Helper()
-		exec(streams.PhaseFailed, streams.ExecutionFailed{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: attempt,
-			LeaseRevision: uint64(4 + attempt), StartedAt: at(attempt), FinishedAt: at(attempt).Add(time.Second), DurationMS: 1000,
-			Error: "timeout", Retryable: true})
-	}
-	interrupted := func(id string, attempt int) {
-		t.Helper()
-		exec(streams.PhaseInterrupted, streams.ExecutionInterrupted{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: attempt,
-			LeaseRevision: uint64(4 + attempt), StartedAt: at(attempt), InterruptedAt: at(attempt).Add(2 * time.Second), DetectedBy: "p2",
-			Reason: "lease expired"})
-	}
-	succeeded := func(id string, attempt int) {
-		t.Helper()
-		exec(streams.PhaseSucceeded, streams.ExecutionSucceeded{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: attempt,
-			LeaseRevision: uint64(4 + attempt), StartedAt: at(attempt), FinishedAt: at(attempt).Add(2 * time.Second), DurationMS: 2000, Varbinds: 8})
-	}
+	l := lifecycle{t: t, r: r, t0: t0}
+	exec, due, started, failed, interrupted, succeeded := l.exec, l.due, l.started, l.failed, l.interrupted, l.succeeded
 	abortAt := t0.Add(20 * time.Minute)
 	aborted := func(id string) {
 		t.Helper()

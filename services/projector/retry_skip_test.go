@@ -22,42 +22,13 @@ func TestSkipOfTheRetryEndsTheExecution(t *testing.T) {
 	r := newRig(t)
 	r.start()
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	exec := func(phase string, ev streams.Event) {
-		t.Helper()
-		r.waitCheckpoint(streams.ConsumerProjectorExec, r.publish(streams.SubjectExec("olt-a", phase), ev))
-	}
-	due := func(id string) {
-		t.Helper()
-		r.waitCheckpoint(streams.ConsumerProjectorSchedule, r.publish(streams.SubjectNodeDue("olt-a"), nodeDue(id, t0)))
-	}
-	started := func(id string, attempt int) {
-		t.Helper()
-		exec(streams.PhaseStarted, streams.ExecutionStarted{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: attempt,
-			LeaseRevision: uint64(4 + attempt), StartedAt: t0.Add(time.Duration(attempt) * time.Minute)})
-	}
-	failed := func(id string, attempt int) {
-		t.Helper()
-		at := t0.Add(time.Duration(attempt) * time.Minute)
-		exec(streams.PhaseFailed, streams.ExecutionFailed{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: attempt,
-			LeaseRevision: uint64(4 + attempt), StartedAt: at, FinishedAt: at.Add(time.Second), DurationMS: 1000, Error: "timeout", Retryable: true})
-	}
-	interrupted := func(id string, attempt int) {
-		t.Helper()
-		at := t0.Add(time.Duration(attempt) * time.Minute)
-		exec(streams.PhaseInterrupted, streams.ExecutionInterrupted{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: attempt,
-			LeaseRevision: uint64(4 + attempt), StartedAt: at, InterruptedAt: at.Add(2 * time.Second), DetectedBy: "p2", Reason: "lease expired"})
-	}
+	l := lifecycle{t: t, r: r, t0: t0}
+	exec, due, started, failed, interrupted, succeeded := l.exec, l.due, l.started, l.failed, l.interrupted, l.succeeded
 	skipAt := t0.Add(20 * time.Minute)
 	skipped := func(id string, attempt int) {
 		t.Helper()
 		exec(streams.PhaseSkipped, streams.ExecutionSkipped{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p9", Attempt: attempt,
 			ScheduledAt: t0, SkippedAt: skipAt, Reason: "stale: a newer run supersedes it"})
-	}
-	succeeded := func(id string, attempt int) {
-		t.Helper()
-		at := t0.Add(time.Duration(attempt) * time.Minute)
-		exec(streams.PhaseSucceeded, streams.ExecutionSucceeded{ExecutionID: id, JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: attempt,
-			LeaseRevision: uint64(4 + attempt), StartedAt: at, FinishedAt: at.Add(2 * time.Second), DurationMS: 2000, Varbinds: 8})
 	}
 	// wantSkipped: the skip ended the execution; the row still names the
 	// last attempt that ran (lastRan) and its lease, whose attempt row is
