@@ -584,6 +584,20 @@ func execQuotaOnAs[T streams.Event](d *projection.Decoders, m jsrouter.Msg, of f
 	return env, of(*ev), nil
 }
 
+// nodeDueSubjectFields answers streams.CheckSubjectWith for nd: the
+// fields its subject names (facho.schedule.due.{olt_id}.{class}).
+func nodeDueSubjectFields(nd *streams.NodeDue) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		switch name {
+		case "olt_id":
+			return nd.OLTID, true
+		case "class":
+			return nd.Class, true
+		}
+		return "", false
+	}
+}
+
 // scheduleBatch is the batch form of the auditor-schedule consumer
 // (scheduleDecoder).
 func (a *auditor) scheduleBatch(consumer string) projection.BatchApplier {
@@ -593,16 +607,7 @@ func (a *auditor) scheduleBatch(consumer string) projection.BatchApplier {
 			if err != nil || !ok {
 				return quotaEvent{}, nil, err
 			}
-			// facho.schedule.due.{olt_id}.{class}
-			return quotaEvent{due: dueQuotaOf(&nd)}, func(name string) (string, bool) {
-				switch name {
-				case "olt_id":
-					return nd.OLTID, true
-				case "class":
-					return nd.Class, true
-				}
-				return "", false
-			}, nil
+			return quotaEvent{due: dueQuotaOf(&nd)}, nodeDueSubjectFields(&nd), nil
 		}, nodeDueOn)
 		if err != nil || len(evs) == 0 {
 			return res, err

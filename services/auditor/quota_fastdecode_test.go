@@ -123,15 +123,7 @@ func TestNodeDueOnAsGeneralPath(t *testing.T) {
 		}
 		nd, isDue, err := parseNodeDue(env)
 		if err == nil && isDue {
-			err = streams.CheckSubjectWith(m.Subject, env, func(name string) (string, bool) {
-				switch name {
-				case "olt_id":
-					return nd.OLTID, true
-				case "class":
-					return nd.Class, true
-				}
-				return "", false
-			})
+			err = streams.CheckSubjectWith(m.Subject, env, nodeDueSubjectFields(&nd))
 		}
 		if err != nil || !isDue {
 			t.Fatalf("%s on %s: fast path took what the general path refuses (%v, %v)", c.data, c.subject, isDue, err)
