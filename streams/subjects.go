@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"strings"
 )
 
 // Stream names.
@@ -224,6 +225,17 @@ func VarbindPartition(oltID string, n int) int {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte("partition:" + oltID))
 	return int(h.Sum64() % uint64(n))
+}
+
+// OLTOfONUSubject is the OLT id of a facho.onu.<olt_id>.<change> subject
+// (SubjectONU; "" when subject is not one).
+func OLTOfONUSubject(subject string) string {
+	rest, ok := strings.CutPrefix(subject, "facho.onu.")
+	i := strings.LastIndexByte(rest, '.')
+	if !ok || i <= 0 {
+		return ""
+	}
+	return rest[:i]
 }
 
 // OLTOfVarbindsSubject is the OLT id of a facho.varbinds.<olt_id> subject

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -288,22 +287,11 @@ func (l *varbindLoop) owns(olt string) bool {
 // ownsEvent: the pending event is of an OLT this loop owns; one whose
 // subject names no OLT is partition 0's.
 func (l *varbindLoop) ownsEvent(e outboxRow) bool {
-	olt := oltOfONUSubject(e.Subject)
+	olt := streams.OLTOfONUSubject(e.Subject)
 	if olt == "" {
 		return l.partition == 0
 	}
 	return l.owns(olt)
-}
-
-// oltOfONUSubject is the OLT id of a facho.onu.<olt_id>.<change> subject
-// (streams.SubjectONU; "" when subject is not one).
-func oltOfONUSubject(subject string) string {
-	rest, ok := strings.CutPrefix(subject, "facho.onu.")
-	i := strings.LastIndexByte(rest, '.')
-	if !ok || i <= 0 {
-		return ""
-	}
-	return rest[:i]
 }
 
 // regimeDurables are the durables of this loop's partition count (none

@@ -223,7 +223,7 @@ func (r *rig) pendingByOLT() map[string]int {
 			r.t.Fatal(err)
 		}
 		for _, e := range evs {
-			out[oltOfONUSubject(e.Subject)]++
+			out[streams.OLTOfONUSubject(e.Subject)]++
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -252,18 +252,4 @@ func (r *rig) onuStreamMsgs() []*jetstream.RawStreamMsg {
 		out = append(out, m)
 	}
 	return out
-}
-
-func TestOLTOfONUSubject(t *testing.T) {
-	for subject, want := range map[string]string{
-		streams.SubjectONU("olt-1", streams.ONUStatusChanged): "olt-1",
-		streams.SubjectONU("a.b", streams.ONUDiscovered):      "a.b",
-		"facho.onu.x":                       "",
-		"facho.onu.":                        "",
-		streams.SubjectAudit(AuditCategory): "",
-	} {
-		if got := oltOfONUSubject(subject); got != want {
-			t.Errorf("oltOfONUSubject(%q) = %q, want %q", subject, got, want)
-		}
-	}
 }
