@@ -578,9 +578,10 @@ func (l *varbindLoop) publishLeftovers(ctx context.Context) error {
 		events, err := decodePending(lf.Events)
 		if err != nil {
 			l.p.log.Error().Err(err).Str(telemetry.KeyConsumer, l.consumer).Int("worker", lf.Worker).Msg("dropping unreadable pending events")
-		} else if err := l.publishFor(ctx, l.consumer, lf.Worker, events); err != nil {
+		} else if err := l.publishRetry(ctx, events); err != nil {
 			return err
 		}
+		// Published (or unreadable): cleared, once.
 		if _, err := l.db.Exec(ctx, `UPDATE pending_events SET events = NULL WHERE consumer = $1 AND worker = $2`, l.consumer, lf.Worker); err != nil {
 			return fmt.Errorf("clear pending events of %s worker %d: %w", l.consumer, lf.Worker, err)
 		}
