@@ -102,6 +102,10 @@ func samples() []Event {
 		WorkflowDeleted{ID: "wf-1"},
 		NodeRunRequested{ExecutionID: "e1", NodeID: "disc.olt-1", JobID: "disc", OLTID: "olt-1", RequestedAt: now},
 		ExecutionAborted{ExecutionID: "e1", JobID: "disc", OLTID: "olt-1", PollerID: "p1", Reason: "OLT disabled", AbortedAt: now},
+		OLTAvailability{OLTID: "olt-1", State: AvailabilityUnreachable, Previous: AvailabilityAvailable, Since: now, LastError: "request timeout", Source: AvailabilitySourceProbe, FailedChecks: 1, ObservedAt: now},
+		Alert{ID: "onu_down:olt-1:4194304000:1:1763726400000000000", Key: "onu_down:olt-1:4194304000:1", Rule: RuleONUDown, Severity: SeverityWarning, State: AlertStateFiring, OLTID: "olt-1", OLTName: "OLT 1", PonIndex: &none, Pon: "0/1/0", ONUID: &none, Serial: "HWTC1A2B3C4D", Summary: "ONU HWTC1A2B3C4D down (LOS)", Cause: "LOS", StartsAt: now, ObservedAt: now},
+		Alert{ID: "onu_down:olt-1:4194304000:1:1763726400000000000", Key: "onu_down:olt-1:4194304000:1", Rule: RuleONUDown, Severity: SeverityWarning, State: AlertStateResolved, OLTID: "olt-1", Summary: "ONU HWTC1A2B3C4D down (LOS)", StartsAt: now, EndsAt: &now, Value: &rx, Unit: "dBm", ObservedAt: now},
+		AlertAcknowledged{AlertID: "onu_down:olt-1:4194304000:1:1763726400000000000", Key: "onu_down:olt-1:4194304000:1", OLTID: "olt-1", By: "admin", At: now},
 		DeadLetter{Consumer: "projector-varbinds", Stream: StreamVarbinds, StreamSeq: 3, Subject: "facho.varbinds.olt-1", Reason: "malformed event", Deliveries: 1,
 			OriginalType: TypeVarbindBatch, OLTID: "olt-1", ExecutionID: "e1", PayloadSize: 7, PayloadSHA256: "f7f0c2d3c2b8e4b6a4b4d1f0a1c2e3d4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0", PayloadExcerpt: "garbage", ReceivedAt: now},
 	}

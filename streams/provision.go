@@ -135,6 +135,8 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 		mk(StreamONU, SubjectsONU, "ONU-change events for integrators", o.EventsMaxAge),
 		mk(StreamAudit, SubjectsAudit, "audit events: coordinator decisions", o.EventsMaxAge),
 		mk(StreamDLQ, SubjectsDLQ, "dead letters: messages a consumer could not process, with the reason", o.EventsMaxAge),
+		mk(StreamOLT, SubjectsOLT, "OLT state events: availability", o.EventsMaxAge),
+		mk(StreamAlert, SubjectsAlert, "alerts: firing, resolved, acknowledged", o.EventsMaxAge),
 		mk(StreamNotify, SubjectsNotify, "notifications: quota violations, disabled OLTs, repeated failures (also sent to webhooks)", o.EventsMaxAge),
 	})
 }

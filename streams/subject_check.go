@@ -53,6 +53,14 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 		return "facho.dlq.{consumer}", true
 	case TypeNotification:
 		return "facho.notify.{kind}.*", true
+	case TypeOLTAvailability:
+		return "facho.olt.{olt_id}.availability", true
+	case TypeAlertFiring:
+		return "facho.alert.*." + AlertStateFiring, true
+	case TypeAlertResolved:
+		return "facho.alert.*." + AlertStateResolved, true
+	case TypeAlertAcknowledged:
+		return "facho.alert.*." + AlertStateAcknowledged, true
 	}
 	return "", false
 }

@@ -66,6 +66,12 @@ func subjectOf(t *testing.T, ev Event) string {
 		return SubjectDLQ(e.Consumer)
 	case Notification:
 		return SubjectNotify(e.Kind, e.OLTID)
+	case OLTAvailability:
+		return SubjectOLTAvailability(e.OLTID)
+	case Alert:
+		return SubjectAlert(e.OLTID, e.State)
+	case AlertAcknowledged:
+		return SubjectAlert(e.OLTID, AlertStateAcknowledged)
 	}
 	t.Fatalf("no subject for %T", ev)
 	return ""

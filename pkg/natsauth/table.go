@@ -15,6 +15,10 @@ const (
 	Projector = "projector"
 	Auditor   = "auditor"
 	API       = "api"
+	// Availability probes OLTs and publishes their availability.
+	Availability = "availability"
+	// Alerter evaluates the alert rules and sends the alerts.
+	Alerter = "alerter"
 	// Admin provisions the streams (facho streams provision, facho dev)
 	// and is the only identity that may delete or purge anything.
 	Admin = "admin"
@@ -118,12 +122,29 @@ func Table() []Identity {
 			// Configuration (not the planner's auto-disable) and manual run
 			// requests.
 			Publish: []string{streams.SubjectBrand("*"), streams.SubjectOID("*"), streams.SubjectOLT("*"), streams.SubjectJob("*"),
-				streams.SubjectAssignment("*", "*"), streams.SubjectWorkflow("*"), streams.SubjectsManualRun},
+				streams.SubjectAssignment("*", "*"), streams.SubjectWorkflow("*"), streams.SubjectsManualRun,
+				streams.SubjectAlert("*", streams.AlertStateAcknowledged)},
 			// GET /api/v1/events/stream follows these with ordered consumers.
 			Ordered:  []string{streams.StreamONU, streams.StreamExec, streams.StreamNotify},
 			ReadMsgs: []string{streams.StreamConfig},
 			// Pollers; the persisted schedule and the queue report.
 			ReadBuckets: []string{streams.BucketPollers, streams.BucketSchedule, streams.BucketPlannerLeader},
+		},
+		{
+			Name:        Availability,
+			Description: "probes OLTs (sysUpTime) and publishes their availability",
+			Publish:     []string{streams.SubjectsOLTAvailability},
+			// The configuration replay (OLTs, their targets), the execution
+			// outcomes, its own last states.
+			Ordered:  []string{streams.StreamConfig, streams.StreamExec, streams.StreamOLT},
+			ReadMsgs: []string{streams.StreamOLT},
+		},
+		{
+			Name:        Alerter,
+			Description: "evaluates the alert rules and sends alerts (Alertmanager, webhooks)",
+			Publish:     []string{streams.SubjectAlert("*", streams.AlertStateFiring), streams.SubjectAlert("*", streams.AlertStateResolved)},
+			Ordered:     []string{streams.StreamConfig, streams.StreamONU, streams.StreamExec, streams.StreamOLT, streams.StreamNotify, streams.StreamAlert},
+			ReadMsgs:    []string{streams.StreamAlert, streams.StreamOLT},
 		},
 		{
 			Name:            Observer,
