@@ -117,3 +117,37 @@ type AlertAcknowledged struct {
 }
 
 func (AlertAcknowledged) EventType() string { return TypeAlertAcknowledged }
+
+// Silences are configuration: facho.config.silence.<silence_id>, published
+// by the API, read by the alerter (a silenced alert is recorded but not
+// notified) and the projector (alert_silences).
+const (
+	TypeSilenceUpserted = "silence.upserted"
+	TypeSilenceDeleted  = "silence.deleted"
+)
+
+// SubjectSilence is a silence's configuration subject.
+func SubjectSilence(id string) string { return "facho.config.silence." + id }
+
+// SilenceUpserted silences the alerts that match every non-empty matcher
+// (olt_id, pon, rule) from starts_at to ends_at.
+type SilenceUpserted struct {
+	ID        string    `json:"id"`
+	OLTID     string    `json:"olt_id,omitempty"`
+	Pon       string    `json:"pon,omitempty"`
+	Rule      string    `json:"rule,omitempty"`
+	StartsAt  time.Time `json:"starts_at"`
+	EndsAt    time.Time `json:"ends_at"`
+	CreatedBy string    `json:"created_by"`
+	Comment   string    `json:"comment,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func (SilenceUpserted) EventType() string { return TypeSilenceUpserted }
+
+// SilenceDeleted ends a silence before its ends_at.
+type SilenceDeleted struct {
+	ID string `json:"id"`
+}
+
+func (SilenceDeleted) EventType() string { return TypeSilenceDeleted }

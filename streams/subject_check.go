@@ -53,6 +53,8 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 		return "facho.dlq.{consumer}", true
 	case TypeNotification:
 		return "facho.notify.{kind}.*", true
+	case TypeSilenceUpserted, TypeSilenceDeleted:
+		return "facho.config.silence.{id}", true
 	case TypeOLTAvailability:
 		return "facho.olt.{olt_id}.availability", true
 	case TypeAlertFiring:

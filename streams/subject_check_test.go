@@ -66,6 +66,10 @@ func subjectOf(t *testing.T, ev Event) string {
 		return SubjectDLQ(e.Consumer)
 	case Notification:
 		return SubjectNotify(e.Kind, e.OLTID)
+	case SilenceUpserted:
+		return SubjectSilence(e.ID)
+	case SilenceDeleted:
+		return SubjectSilence(e.ID)
 	case OLTAvailability:
 		return SubjectOLTAvailability(e.OLTID)
 	case Alert:

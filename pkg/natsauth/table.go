@@ -123,7 +123,7 @@ func Table() []Identity {
 			// requests.
 			Publish: []string{streams.SubjectBrand("*"), streams.SubjectOID("*"), streams.SubjectOLT("*"), streams.SubjectJob("*"),
 				streams.SubjectAssignment("*", "*"), streams.SubjectWorkflow("*"), streams.SubjectsManualRun,
-				streams.SubjectAlert("*", streams.AlertStateAcknowledged)},
+				streams.SubjectAlert("*", streams.AlertStateAcknowledged), streams.SubjectSilence("*")},
 			// GET /api/v1/events/stream follows these with ordered consumers.
 			Ordered:  []string{streams.StreamONU, streams.StreamExec, streams.StreamNotify},
 			ReadMsgs: []string{streams.StreamConfig},
