@@ -41,6 +41,15 @@ type Option func(*settings)
 
 type settings struct {
 	auth, tls, verifyClients bool
+	integrators              []natsauth.IntegratorRecord
+}
+
+// WithIntegrator adds identity integrator:<name> with its durables
+// (natsauth.AddIntegrator) to a server WithAuth.
+func WithIntegrator(name string, durables ...string) Option {
+	return func(s *settings) {
+		s.integrators = append(s.integrators, natsauth.IntegratorRecord{Name: name, Durables: durables})
+	}
 }
 
 // WithAuth runs the server with Facho's identities and permissions.
@@ -64,11 +73,16 @@ func Start(t testing.TB, opts streams.Options, options ...Option) *Env {
 	cfg := natsembed.Config{Port: -1, StoreDir: t.TempDir()}
 	if set.auth {
 		env.KeysDir = t.TempDir()
-		keys, err := natsauth.EnsureKeys(env.KeysDir)
+		for _, r := range set.integrators {
+			if _, err := natsauth.AddIntegrator(env.KeysDir, r.Name, r.Durables); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids, keys, err := natsauth.EnsureIdentities(env.KeysDir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Users, err = natsauth.ServerUsers(keys); err != nil {
+		if cfg.Users, err = natsauth.ServerUsersOf(ids, keys); err != nil {
 			t.Fatal(err)
 		}
 	}

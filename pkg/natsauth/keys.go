@@ -7,12 +7,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nats-io/nkeys"
 )
 
-// SeedFile is where identity name's seed lives in a keys folder.
-func SeedFile(dir, name string) string { return filepath.Join(dir, name+".nk") }
+// SeedFile is where identity name's seed lives in a keys folder
+// (integrator:<name> in integrator-<name>.nk).
+func SeedFile(dir, name string) string {
+	return filepath.Join(dir, strings.ReplaceAll(name, ":", "-")+".nk")
+}
 
 // Keys are the public nkeys of the identities, by name.
 type Keys map[string]string
@@ -26,17 +30,23 @@ func EnsureKeys(dir string) (Keys, error) {
 	}
 	keys := Keys{}
 	for _, name := range Names() {
-		path := SeedFile(dir, name)
-		pub, err := PublicKey(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			pub, err = writeSeed(path)
-		}
+		pub, err := ensureSeed(SeedFile(dir, name))
 		if err != nil {
 			return nil, err
 		}
 		keys[name] = pub
 	}
 	return keys, nil
+}
+
+// ensureSeed returns the public key of the seed at path, generating the
+// seed when there is none.
+func ensureSeed(path string) (string, error) {
+	pub, err := PublicKey(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		pub, err = writeSeed(path)
+	}
+	return pub, err
 }
 
 // writeSeed creates a new user seed at path (never over an existing file)

@@ -17,12 +17,12 @@ type entry struct {
 	perm Permissions
 }
 
-// entries pairs the identities of Table that have a key in keys with
-// their permissions. Every key must belong to an identity.
-func entries(keys Keys) ([]entry, error) {
+// entries pairs the identities of ids that have a key in keys with their
+// permissions. Every key must belong to an identity.
+func entries(ids []Identity, keys Keys) ([]entry, error) {
 	var out []entry
 	seen := 0
-	for _, id := range Table() {
+	for _, id := range ids {
 		pub, ok := keys[id.Name]
 		if !ok {
 			continue
@@ -31,16 +31,20 @@ func entries(keys Keys) ([]entry, error) {
 		if !nkeys.IsValidPublicUserKey(pub) {
 			return nil, fmt.Errorf("nats identity %s: %q is not a public user nkey", id.Name, pub)
 		}
-		perm, err := id.Permissions()
+		perm, err := id.PermissionsAmong(ids)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, entry{id: id, pub: pub, perm: perm})
 	}
 	if seen != len(keys) {
+		known := map[string]bool{}
+		for _, id := range ids {
+			known[id.Name] = true
+		}
 		for name := range keys {
-			if _, err := Lookup(name); err != nil {
-				return nil, err
+			if !known[name] {
+				return nil, fmt.Errorf("nats identity %q: not in the permission table", name)
 			}
 		}
 	}
@@ -53,8 +57,12 @@ func entries(keys Keys) ([]entry, error) {
 // ServerUsers are the nkey users of an embedded server: the identities in
 // keys with their permissions. A server with users refuses anonymous
 // connections.
-func ServerUsers(keys Keys) ([]*server.NkeyUser, error) {
-	es, err := entries(keys)
+func ServerUsers(keys Keys) ([]*server.NkeyUser, error) { return ServerUsersOf(Table(), keys) }
+
+// ServerUsersOf is ServerUsers for the identities ids (the table and the
+// integrators of EnsureIdentities).
+func ServerUsersOf(ids []Identity, keys Keys) ([]*server.NkeyUser, error) {
+	es, err := entries(ids, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +83,11 @@ func ServerUsers(keys Keys) ([]*server.NkeyUser, error) {
 // configuration file for the identities in keys (include it from the
 // server's config). Subjects are quoted: an unquoted $JS would be read as
 // a variable.
-func RenderAuthorization(keys Keys) ([]byte, error) {
-	es, err := entries(keys)
+func RenderAuthorization(keys Keys) ([]byte, error) { return RenderAuthorizationOf(Table(), keys) }
+
+// RenderAuthorizationOf is RenderAuthorization for the identities ids.
+func RenderAuthorizationOf(ids []Identity, keys Keys) ([]byte, error) {
+	es, err := entries(ids, keys)
 	if err != nil {
 		return nil, err
 	}

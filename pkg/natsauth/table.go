@@ -3,6 +3,7 @@ package natsauth
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/facho-olt/facho/streams"
 )
@@ -22,9 +23,13 @@ const (
 	// Admin provisions the streams (facho streams provision, facho dev)
 	// and is the only identity that may delete or purge anything.
 	Admin = "admin"
-	// Observer reads every stream (live tail, replay tools, integrators)
-	// and publishes nothing.
+	// Observer reads every stream (live tail, replay tools) and publishes
+	// nothing: ephemeral ordered consumers only, no delete; it lists
+	// streams and consumers and reads their info.
 	Observer = "observer"
+	// Operator is the observer plus what a NOC needs to unstick things
+	// (leader step-downs, JetStream advisories), nothing destructive.
+	Operator = "operator"
 )
 
 // Identity is what one NATS identity may do. Everything not granted here is
@@ -58,6 +63,24 @@ type Identity struct {
 	// checkpoint), and reads, acknowledges and dead-letters like
 	// Consumers. Others may neither create nor read them.
 	CreatesDurables []string
+	// Inspect lets it list streams and consumers (nats stream ls, nats
+	// consumer ls).
+	Inspect bool
+	// NoDelete: its ordered consumers expire by themselves (their
+	// inactivity threshold); it may delete no consumer at all.
+	NoDelete bool
+	// StepDown lets it ask a stream's or a consumer's leader to step down
+	// (a stuck replica), which loses nothing.
+	StepDown bool
+	// Advisories lets it subscribe to JetStream's advisories and metrics
+	// ($JS.EVENT.>, nats event).
+	Advisories bool
+	// Durables are the durable consumers it creates, reads, acks and
+	// deletes itself, on each stream of DurableStreams (an integrator's).
+	// Nobody else but the admin may create, read or delete them. An
+	// identity with DurableStreams reads the info of those streams only.
+	Durables       []string
+	DurableStreams []string
 }
 
 // Table is every identity. Extend it when a service starts publishing a new
@@ -148,10 +171,23 @@ func Table() []Identity {
 		},
 		{
 			Name:            Observer,
-			Description:     "reads every stream, publishes nothing (tail, replay, integrators)",
+			Description:     "reads every stream with ephemeral ordered consumers, lists streams and consumers; publishes and deletes nothing (tail, replay)",
 			Ordered:         streamNames(),
 			ReadMsgs:        streamNames(),
 			SubscribeEvents: true,
+			Inspect:         true,
+			NoDelete:        true,
+		},
+		{
+			Name:            Operator,
+			Description:     "the observer plus leader step-downs and JetStream advisories (a NOC unsticking things); deletes nothing",
+			Ordered:         streamNames(),
+			ReadMsgs:        streamNames(),
+			SubscribeEvents: true,
+			Inspect:         true,
+			NoDelete:        true,
+			StepDown:        true,
+			Advisories:      true,
 		},
 		{
 			Name:        Admin,
@@ -181,8 +217,9 @@ func Lookup(name string) (Identity, error) {
 }
 
 // InboxPrefix is the reply-subject prefix of identity name's connections:
-// a service can read the replies to its own requests only.
-func InboxPrefix(name string) string { return "_INBOX_" + name }
+// a service can read the replies to its own requests only. The ':' of
+// integrator:<name> becomes '_' (_INBOX_integrator_<name>).
+func InboxPrefix(name string) string { return "_INBOX_" + strings.ReplaceAll(name, ":", "_") }
 
 // Permissions is what the server enforces for one identity.
 type Permissions struct {
@@ -195,8 +232,8 @@ type Permissions struct {
 // deniedToServices is refused to every identity but the admin, whatever
 // its allow list says: stream and account administration, delete, purge,
 // snapshot and the system account's subjects.
-func deniedToServices() []string {
-	return []string{
+func deniedToServices(stepDown bool) []string {
+	denied := []string{
 		"$JS.API.STREAM.CREATE.>",
 		"$JS.API.STREAM.UPDATE.>",
 		"$JS.API.STREAM.DELETE.>",
@@ -216,6 +253,16 @@ func deniedToServices() []string {
 		"$JS.API.SERVER.>",
 		"$SYS.>",
 	}
+	if !stepDown {
+		return denied
+	}
+	out := denied[:0]
+	for _, d := range denied {
+		if !strings.Contains(d, ".LEADER.STEPDOWN.") {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // durableStreams maps every durable consumer of package streams to its
@@ -276,9 +323,15 @@ func streamNames() []string {
 // kvStream is the stream behind KV bucket b.
 func kvStream(b string) string { return "KV_" + b }
 
-// Permissions derives what the server enforces from the identity. It fails
-// on a consumer that package streams does not provision.
-func (id Identity) Permissions() (Permissions, error) {
+// Permissions derives what the server enforces from the identity, among
+// the identities of Table. It fails on a consumer that package streams
+// does not provision.
+func (id Identity) Permissions() (Permissions, error) { return id.PermissionsAmong(Table()) }
+
+// PermissionsAmong derives what the server enforces from the identity
+// when the server also knows the identities of all (the table and the
+// integrators): the durables any of them owns are denied to the others.
+func (id Identity) PermissionsAmong(all []Identity) (Permissions, error) {
 	if id.Admin {
 		return Permissions{PublishAllow: []string{">"}, SubscribeAllow: []string{">"}}, nil
 	}
@@ -288,8 +341,18 @@ func (id Identity) Permissions() (Permissions, error) {
 	deny := func(s ...string) { p.PublishDeny = append(p.PublishDeny, s...) }
 
 	pub(id.Publish...)
-	// Read-only metadata: stream and consumer info, account limits.
-	pub("$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.CONSUMER.INFO.*.*")
+	// Read-only metadata: stream and consumer info, account limits. An
+	// integrator sees its own streams and durables only.
+	pub("$JS.API.INFO")
+	if len(id.DurableStreams) == 0 {
+		pub("$JS.API.STREAM.INFO.*", "$JS.API.CONSUMER.INFO.*.*")
+	}
+	if id.Inspect {
+		pub("$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.LIST.*")
+	}
+	if id.StepDown {
+		pub("$JS.API.STREAM.LEADER.STEPDOWN.*", "$JS.API.CONSUMER.LEADER.STEPDOWN.*.*")
+	}
 	owned := map[string]bool{}
 	for _, c := range id.Consumers {
 		stream, ok := durables[c]
@@ -306,9 +369,11 @@ func (id Identity) Permissions() (Permissions, error) {
 		)
 	}
 	ordered := func(stream string) {
+		if !id.NoDelete {
+			pub("$JS.API.CONSUMER.DELETE." + stream + ".*")
+		}
 		pub(
 			"$JS.API.CONSUMER.CREATE."+stream+".>",
-			"$JS.API.CONSUMER.DELETE."+stream+".*",
 			"$JS.API.CONSUMER.MSG.NEXT."+stream+".*",
 			// Flow-control replies of push-based ordered consumers (KV
 			// watches): refused, a watch stalls under load.
@@ -347,12 +412,31 @@ func (id Identity) Permissions() (Permissions, error) {
 		ownCreated[c] = true
 		pub(createdDurableSubjects(stream, c)...)
 	}
-	deny(deniedToServices()...)
+	for _, s := range id.DurableStreams {
+		pub("$JS.API.STREAM.INFO." + s)
+		for _, c := range id.Durables {
+			pub("$JS.API.CONSUMER.INFO." + s + "." + c)
+			pub(createdDurableSubjects(s, c)...)
+		}
+	}
+	deny(deniedToServices(id.StepDown)...)
 	for _, c := range sortedKeys(created) {
 		if ownCreated[c] {
 			continue
 		}
 		deny(createdDurableSubjects(created[c], c)...)
+	}
+	// Another identity's own durables (an integrator's): neither created,
+	// read, acked nor deleted by anyone else.
+	for _, other := range all {
+		if other.Name == id.Name {
+			continue
+		}
+		for _, s := range other.DurableStreams {
+			for _, c := range other.Durables {
+				deny(createdDurableSubjects(s, c)...)
+			}
+		}
 	}
 	// Durable consumers are the provisioner's: nobody else creates,
 	// changes or deletes them, and only the owner reads from them.
@@ -380,6 +464,9 @@ func (id Identity) Permissions() (Permissions, error) {
 	p.SubscribeAllow = []string{InboxPrefix(id.Name) + ".>"}
 	if id.SubscribeEvents {
 		p.SubscribeAllow = append(p.SubscribeAllow, "facho.>")
+	}
+	if id.Advisories {
+		p.SubscribeAllow = append(p.SubscribeAllow, "$JS.EVENT.>")
 	}
 	return p, nil
 }

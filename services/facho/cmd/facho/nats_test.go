@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,5 +167,80 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// facho nats keys -integrator and facho nats identity add: the integrator
+// gets a seed, its durables are kept across runs, and the authorization
+// block holds it with its durables.
+func TestNATSIntegratorIdentity(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nkeys")
+	nats := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"nats"}, args...), func(string) string { return "" }, &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+	if out, err := nats("keys", "-integrator", "acme", dir); err != nil {
+		t.Fatalf("nats keys -integrator: %v\n%s", err, out)
+	}
+	if out, err := nats("identity", "add", "integrator:globex", "-durable", "billing,crm", dir); err != nil {
+		t.Fatalf("nats identity add: %v\n%s", err, out)
+	}
+	if out, err := nats("identity", "add", "integrator:globex", "-durable", "alerts", dir); err != nil {
+		t.Fatalf("nats identity add again: %v\n%s", err, out)
+	}
+	for _, bad := range [][]string{
+		{"identity", "add", "integrator:Bad.Name", dir},
+		{"identity", "add", "integrator:projector", "-durable", "config", dir}, // projector-config is Facho's
+		{"identity", "add", "observer", dir},
+		{"keys", "-integrator", "a.b", dir},
+	} {
+		if out, err := nats(bad...); err == nil {
+			t.Errorf("facho nats %v: accepted\n%s", bad, out)
+		}
+	}
+	out, err := nats("keys", dir) // a plain regeneration keeps them
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"integrator:acme", "integrator:globex"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output does not list %s:\n%s", want, out)
+		}
+	}
+	ids, _, err := natsauth.EnsureIdentities(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, id := range ids {
+		if strings.HasPrefix(id.Name, natsauth.IntegratorPrefix) {
+			got[id.Name] = id.Durables
+		}
+	}
+	want := map[string][]string{
+		"integrator:acme":   {"acme-1", "acme-2", "acme-3", "acme-4"},
+		"integrator:globex": {"globex-alerts", "globex-billing", "globex-crm"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("integrators %v, want %v", got, want)
+	}
+	conf := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(conf, []byte("listen: 127.0.0.1:-1\ninclude \""+AuthConfFile+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("nats-server does not read %s: %v", AuthConfFile, err)
+	}
+	if len(opts.Nkeys) != len(natsauth.Names())+2 {
+		t.Fatalf("%d users in the authorization block, want %d", len(opts.Nkeys), len(natsauth.Names())+2)
+	}
+	auth, err := os.ReadFile(filepath.Join(dir, AuthConfFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(auth), `"$JS.API.CONSUMER.CREATE.FACHO_ONU.globex-billing"`) {
+		t.Error("the authorization block does not grant globex-billing")
 	}
 }

@@ -1,0 +1,73 @@
+package natsauth_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/facho-olt/facho/pkg/jstest"
+	"github.com/facho-olt/facho/pkg/natsauth"
+	"github.com/facho-olt/facho/streams"
+)
+
+// natsCLI runs the official nats CLI as identity: the commands
+// docs/nats-identities.md shows, with the same flags.
+func natsCLI(t *testing.T, env *jstest.Env, identity string, args ...string) (string, error) {
+	t.Helper()
+	bin, err := exec.LookPath("nats")
+	if err != nil {
+		t.Skip("the nats CLI is not installed (go install github.com/nats-io/natscli/nats@latest)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	full := append([]string{"--server", env.URL, "--nkey", natsauth.SeedFile(env.KeysDir, identity),
+		"--inbox-prefix", natsauth.InboxPrefix(identity), "--timeout", "2s"}, args...)
+	cmd := exec.CommandContext(ctx, bin, full...)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// The nats CLI commands of the documentation work verbatim, and what an
+// identity may not do fails (non-zero exit).
+func TestNATSCLI(t *testing.T) {
+	env := peopleEnv(t)
+	for _, tc := range []struct {
+		identity string
+		args     []string
+		ok       bool
+		want     string // in the output when ok
+	}{
+		{natsauth.Observer, []string{"stream", "ls"}, true, streams.StreamONU},
+		{natsauth.Observer, []string{"consumer", "ls", streams.StreamConfig}, true, streams.ConsumerProjectorConfig},
+		{natsauth.Observer, []string{"consumer", "info", streams.StreamConfig, streams.ConsumerProjectorConfig}, true, "Ack Pending"},
+		{natsauth.Observer, []string{"stream", "info", streams.StreamONU}, true, "Messages"},
+		{natsauth.Observer, []string{"stream", "get", streams.StreamDLQ, "1"}, true, "facho.dlq"},
+		{natsauth.Operator, []string{"stream", "ls"}, true, streams.StreamDLQ},
+		{natsauth.Operator, []string{"consumer", "info", streams.StreamConfig, streams.ConsumerProjectorConfig}, true, "Ack Pending"},
+		{"integrator:acme", []string{"consumer", "add", streams.StreamONU, "acme-1", "--pull", "--ack", "explicit", "--deliver", "all", "--defaults"}, true, "acme-1"},
+		{"integrator:acme", []string{"consumer", "next", streams.StreamONU, "acme-1", "--count", "1"}, true, "facho.onu"},
+		{"integrator:acme", []string{"consumer", "info", streams.StreamONU, "acme-1"}, true, "acme-1"},
+		{natsauth.Observer, []string{"consumer", "rm", streams.StreamONU, "acme-1", "-f"}, false, ""},
+		{natsauth.Operator, []string{"consumer", "rm", streams.StreamONU, "acme-1", "-f"}, false, ""},
+		{"integrator:globex", []string{"consumer", "rm", streams.StreamONU, "acme-1", "-f"}, false, ""},
+		{natsauth.Observer, []string{"consumer", "add", streams.StreamONU, "acme-2", "--pull", "--defaults"}, false, ""},
+		{natsauth.Observer, []string{"stream", "purge", streams.StreamONU, "-f"}, false, ""},
+		{"integrator:acme", []string{"consumer", "add", streams.StreamConfig, "acme-1", "--pull", "--defaults"}, false, ""},
+		{"integrator:acme", []string{"stream", "ls"}, false, ""},
+		{"integrator:acme", []string{"consumer", "rm", streams.StreamONU, "acme-1", "-f"}, true, ""},
+	} {
+		out, err := natsCLI(t, env, tc.identity, tc.args...)
+		cmd := tc.identity + ": nats " + strings.Join(tc.args, " ")
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v\n%s", cmd, err, out)
+		case tc.ok && !strings.Contains(out, tc.want):
+			t.Errorf("%s: no %q in\n%s", cmd, tc.want, out)
+		case !tc.ok && err == nil:
+			t.Errorf("%s: allowed\n%s", cmd, out)
+		}
+	}
+}
