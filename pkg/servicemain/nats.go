@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -125,6 +126,83 @@ func (c *natsConn) check(context.Context) error {
 		return fmt.Errorf("nats %s", c.nc.Status())
 	}
 	return nil
+}
+
+// JetStream health: how long one probe may take, how long a /healthz
+// request waits for it (the other checks share the request's 2 s), and how
+// long its result is served before the next probe (a /healthz scraped
+// every second costs one request every few seconds).
+const (
+	jsHealthTimeout = 2 * time.Second
+	jsHealthWait    = time.Second
+	jsHealthTTL     = 5 * time.Second
+)
+
+// jsHealth checks that JetStream answers, not only that the connection is
+// up: the account info (refused or unanswered without a meta leader, that
+// is without quorum, or with JetStream off) and the info of the
+// configuration stream every service depends on (unanswered while the
+// stream has no leader). A probe runs in its own goroutine, bounded by
+// timeout; its result is cached for ttl; a check waits at most wait for a
+// probe and otherwise returns the previous result.
+type jsHealth struct {
+	js                 jetstream.JetStream
+	timeout, wait, ttl time.Duration
+	now                func() time.Time
+
+	mu      sync.Mutex
+	at      time.Time // of the last result; zero before the first
+	err     error
+	probing chan struct{} // closed when the probe in flight ends
+}
+
+func newJSHealth(js jetstream.JetStream) *jsHealth {
+	return &jsHealth{js: js, timeout: jsHealthTimeout, wait: jsHealthWait, ttl: jsHealthTTL, now: time.Now}
+}
+
+func (h *jsHealth) check(ctx context.Context) error {
+	h.mu.Lock()
+	if !h.at.IsZero() && h.now().Sub(h.at) < h.ttl {
+		err := h.err
+		h.mu.Unlock()
+		return err
+	}
+	if h.probing == nil {
+		h.probing = make(chan struct{})
+		go h.probe(h.probing)
+	}
+	done := h.probing
+	h.mu.Unlock()
+
+	timer := time.NewTimer(h.wait)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.at.IsZero() {
+		return errors.New("jetstream: no answer yet")
+	}
+	return h.err
+}
+
+// probe asks JetStream and records the result.
+func (h *jsHealth) probe(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	var err error
+	if _, aerr := h.js.AccountInfo(ctx); aerr != nil {
+		err = fmt.Errorf("jetstream account info: %w", aerr)
+	} else if _, serr := h.js.Stream(ctx, streams.StreamConfig); serr != nil {
+		err = fmt.Errorf("jetstream stream %s info: %w", streams.StreamConfig, serr)
+	}
+	h.mu.Lock()
+	h.at, h.err, h.probing = h.now(), err, nil
+	h.mu.Unlock()
+	close(done)
 }
 
 // drain flushes what is still buffered and closes the connection, waiting

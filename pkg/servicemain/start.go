@@ -56,6 +56,8 @@ func (b Binary) start(ctx context.Context, c Common, ch checked, log zerolog.Log
 	defer conn.drain(log)
 	deps.JS = conn.js
 	deps.Health.Add("nats", telemetry.PublicCheck(log, "nats", "nats unavailable", conn.check))
+	// Connected is not enough: without quorum JetStream stores nothing.
+	deps.Health.Add("jetstream", telemetry.PublicCheck(log, "jetstream", "jetstream unavailable", newJSHealth(conn.js).check))
 	return b.serve(ctx, c.HTTPAddr, c.PprofAddr, deps)
 }
 

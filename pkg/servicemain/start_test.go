@@ -144,8 +144,8 @@ func TestRunUntilCancelled(t *testing.T) {
 		t.Fatalf("Run returned early: %v", err)
 	}
 	status, checks := healthz(t, addr)
-	if status != http.StatusOK || checks["nats"] != "ok" || len(checks) != 1 {
-		t.Fatalf("/healthz = %d %v, want 200 with nats ok", status, checks)
+	if status != http.StatusOK || checks["nats"] != "ok" || checks["jetstream"] != "ok" || len(checks) != 2 {
+		t.Fatalf("/healthz = %d %v, want 200 with nats and jetstream ok", status, checks)
 	}
 	cancel()
 	if err := wait(t, done); err != nil {
