@@ -267,10 +267,13 @@ func (s *server) routes() (http.Handler, error) {
 
 	s.roles["GET /api/docs"] = auth.Viewer
 	mux.Handle("GET /api/docs", s.instrument(s.authenticate(s.authorize("GET /api/docs", http.HandlerFunc(s.apiDocs)))))
-	s.roles["GET /healthz"], s.roles["GET /metrics"] = "", "" // public
+	s.roles["GET /healthz"] = "" // public
 	mux.Handle("GET /healthz", s.instrument(http.HandlerFunc(s.healthz)))
 	if s.deps.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.deps.Gatherer, promhttp.HandlerOpts{}))
+		// Not anonymous on the public port: a viewer's token (Prometheus'
+		// bearer_token) or the metrics listener of the service.
+		s.roles["GET /metrics"] = auth.Viewer
+		mux.Handle("GET /metrics", s.authenticate(s.authorize("GET /metrics", promhttp.HandlerFor(s.deps.Gatherer, promhttp.HandlerOpts{}))))
 	}
 	// The console: HTML pages at / (package console).
 	if err := s.registerConsole(mux); err != nil {
@@ -278,7 +281,7 @@ func (s *server) routes() (http.Handler, error) {
 	}
 	// Cross-origin unsafe requests (a form posted from another site with
 	// the session cookie) are refused before anything else runs.
-	return http.NewCrossOriginProtection().Handler(mux), nil
+	return s.secureResponses(http.NewCrossOriginProtection().Handler(mux)), nil
 }
 
 // handle adapts a handler returning an *apiError.

@@ -331,14 +331,14 @@ func TestAuthentication(t *testing.T) {
 			t.Errorf("auth %q: %d %v, want 401 JSON", auth, resp.StatusCode, out)
 		}
 	}
-	for _, path := range []string{"/healthz", "/metrics"} {
+	for path, want := range map[string]int{"/healthz": http.StatusOK, "/metrics": http.StatusUnauthorized} {
 		resp, err := http.Get(f.srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s = %d without a token, want 200", path, resp.StatusCode)
+		if resp.StatusCode != want {
+			t.Errorf("%s = %d without a token, want %d", path, resp.StatusCode, want)
 		}
 	}
 }

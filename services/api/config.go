@@ -29,9 +29,11 @@ type Config struct {
 	ProfilesDir string
 	// DetectTimeout bounds the SNMP GET of brand_id "auto".
 	DetectTimeout time.Duration
-	// Throttle limits failed console logins per client IP and per
-	// username, and requests with unknown bearer tokens per client IP
-	// (FACHO_API_LOGIN_MAX_FAILURES, FACHO_API_TOKEN_MAX_FAILURES,
+	// Throttle limits failed console logins per (username, client IP)
+	// and per client IP, and requests with unknown bearer tokens per
+	// client IP; its trusted proxies also say when a request came over
+	// TLS (Secure session cookie) (FACHO_API_LOGIN_MAX_FAILURES,
+	// FACHO_API_LOGIN_MAX_FAILURES_PER_ADDRESS, FACHO_API_TOKEN_MAX_FAILURES,
 	// FACHO_API_AUTH_WINDOW, FACHO_API_AUTH_MAX_KEYS,
 	// FACHO_API_TRUSTED_PROXIES).
 	Throttle auth.ThrottleConfig

@@ -63,7 +63,7 @@ func routeDocs() map[string]routeDoc {
 		"GET /api/docs":            {Summary: "The OpenAPI document rendered as HTML", Tag: "docs", HTML: true},
 		"/api/":                    {Summary: "Anything else under /api/: 404 (after authentication)", Tag: "docs"},
 		"GET /healthz":             {Summary: "Health of the API's dependencies", Tag: "ops", Public: true},
-		"GET /metrics":             {Summary: "Prometheus metrics", Tag: "ops", Public: true},
+		"GET /metrics":             {Summary: "Prometheus metrics (a viewer's bearer token; the metrics listener serves them without)", Tag: "ops"},
 
 		"GET /api/v1/vendor-profiles":      {Summary: "List the vendor profiles (built-in and FACHO_PROFILES_DIR; q filters by id, name, vendor)", Tag: "vendor-profiles"},
 		"GET /api/v1/vendor-profiles/{id}": {Summary: "Get a vendor profile: match rules, index scheme, columns with decoders, SNMP tuning, default jobs", Tag: "vendor-profiles"},

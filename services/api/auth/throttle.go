@@ -16,11 +16,19 @@ import (
 // ThrottleConfig bounds failed authentications (issue 12, security). Zero
 // fields take the defaults of WithDefaults.
 type ThrottleConfig struct {
-	// LoginMaxFailures is how many failed console logins a client IP, and
-	// separately a username, may make within Window before further
-	// attempts are answered 429 without checking the password (default 5;
-	// negative: no limit). A successful login clears both counts.
+	// LoginMaxFailures is how many failed console logins a username may
+	// have from one client address within Window before its further
+	// attempts from that address are answered 429 without checking the
+	// password (default 5; negative: no limit). Failures from one address
+	// never hold the user back at another: nobody can lock the admin out
+	// from elsewhere. A successful login clears the count.
 	LoginMaxFailures int
+	// LoginMaxFailuresPerAddress is how many failed console logins one
+	// client address may make within Window, whatever the usernames (a
+	// spray), before its further attempts are answered 429 (default:
+	// LoginMaxFailures, so 5; negative: no limit). Raise it above LoginMaxFailures when many users
+	// share an address (NAT). A successful login clears the count.
+	LoginMaxFailuresPerAddress int
 	// TokenMaxFailures is how many requests with an unknown bearer token a
 	// client IP may make within Window before its bearer requests are
 	// answered 429 (default 20; negative: no limit).
@@ -42,6 +50,9 @@ func (c ThrottleConfig) WithDefaults() ThrottleConfig {
 	if c.LoginMaxFailures == 0 {
 		c.LoginMaxFailures = 5
 	}
+	if c.LoginMaxFailuresPerAddress == 0 {
+		c.LoginMaxFailuresPerAddress = c.LoginMaxFailures
+	}
 	if c.TokenMaxFailures == 0 {
 		c.TokenMaxFailures = 20
 	}
@@ -57,8 +68,9 @@ func (c ThrottleConfig) WithDefaults() ThrottleConfig {
 // Validate checks the config after defaults.
 func (c ThrottleConfig) Validate() error {
 	var errs []error
-	if c.LoginMaxFailures > 1000 || c.TokenMaxFailures > 100_000 {
-		errs = append(errs, fmt.Errorf("login max failures %d (want at most 1000), token max failures %d (want at most 100000)", c.LoginMaxFailures, c.TokenMaxFailures))
+	if c.LoginMaxFailures > 1000 || c.LoginMaxFailuresPerAddress > 1000 || c.TokenMaxFailures > 100_000 {
+		errs = append(errs, fmt.Errorf("login max failures %d and per address %d (want at most 1000 each), token max failures %d (want at most 100000)",
+			c.LoginMaxFailures, c.LoginMaxFailuresPerAddress, c.TokenMaxFailures))
 	}
 	if c.Window < time.Second || c.Window > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("throttle window %s: want 1s..24h", c.Window))
@@ -92,13 +104,15 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 }
 
 // Throttle counts failed authentications in memory, per client IP and per
-// username, in sliding windows. It is safe for concurrent use. A login
+// (username, client IP), in sliding windows. It is safe for concurrent use. A login
 // attempt is counted when it starts (so a burst of parallel attempts
 // cannot pass the check together) and cleared when it succeeds.
 type Throttle struct {
-	cfg       ThrottleConfig
-	now       func() time.Time
-	loginIP   *failures
+	cfg     ThrottleConfig
+	now     func() time.Time
+	loginIP *failures
+	// loginUser counts per (username, client IP): a username is never
+	// blocked everywhere.
 	loginUser *failures
 	tokenIP   *failures
 	counted   *prometheus.CounterVec
@@ -126,7 +140,7 @@ func NewThrottle(cfg ThrottleConfig, now func() time.Time) *Throttle {
 	mk := func(limit int) *failures {
 		return &failures{limit: limit, window: cfg.Window, maxKeys: cfg.MaxKeys, m: map[string][]time.Time{}}
 	}
-	return &Throttle{cfg: cfg, now: now, loginIP: mk(cfg.LoginMaxFailures), loginUser: mk(cfg.LoginMaxFailures), tokenIP: mk(cfg.TokenMaxFailures),
+	return &Throttle{cfg: cfg, now: now, loginIP: mk(cfg.LoginMaxFailuresPerAddress), loginUser: mk(cfg.LoginMaxFailures), tokenIP: mk(cfg.TokenMaxFailures),
 		counted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "facho_api_auth_failures_total",
 			Help: "Failed authentications by way (login: the console's form; token: a bearer token) and reason (bad_credentials; rate_limited: refused with 429 before any check).",
@@ -180,15 +194,38 @@ func (t *Throttle) trusted(a netip.Addr) bool {
 	return false
 }
 
-// userKey folds a username the way logins are typed.
-func userKey(username string) string { return strings.ToLower(strings.TrimSpace(username)) }
+// userKey folds a username the way logins are typed, with the client
+// address: the key of the per-(user, address) count.
+func userKey(ip, username string) string {
+	return ip + "\x00" + strings.ToLower(strings.TrimSpace(username))
+}
 
-// BeginLogin counts a login attempt of username from ip, unless either has
-// had too many failures: then it returns how long until the next attempt
-// may be made and false.
+// SecureRequest reports whether the request reached the client's side
+// over TLS: the connection is TLS, or the peer is a trusted proxy whose
+// X-Forwarded-Proto (its first value: the proxy facing the client) is
+// https. Session cookies are then marked Secure.
+func (t *Throttle) SecureRequest(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !t.trusted(peer.Unmap()) {
+		return false
+	}
+	first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(first), "https")
+}
+
+// BeginLogin counts a login attempt of username from ip, unless ip, or
+// username from ip, has had too many failures: then it returns how long
+// until the next attempt may be made and false.
 func (t *Throttle) BeginLogin(ip, username string) (time.Duration, bool) {
 	now := t.now()
-	u := userKey(username)
+	u := userKey(ip, username)
 	// Lock order: IP, then user (the only place holding both).
 	t.loginIP.mu.Lock()
 	defer t.loginIP.mu.Unlock()
@@ -206,21 +243,21 @@ func (t *Throttle) BeginLogin(ip, username string) (time.Duration, bool) {
 // LoginSucceeded clears the counts of ip and username.
 func (t *Throttle) LoginSucceeded(ip, username string) {
 	t.loginIP.reset(ip)
-	t.loginUser.reset(userKey(username))
+	t.loginUser.reset(userKey(ip, username))
 }
 
 // LoginNotChecked takes back the count of an attempt whose password could
 // not be checked (the user database failed): it was no guess.
 func (t *Throttle) LoginNotChecked(ip, username string) {
 	t.loginIP.pop(ip)
-	t.loginUser.pop(userKey(username))
+	t.loginUser.pop(userKey(ip, username))
 }
 
-// LoginWait is how long ip or username must wait before the next attempt
-// (0: it may try now).
+// LoginWait is how long ip, or username at ip, must wait before the next
+// attempt (0: it may try now).
 func (t *Throttle) LoginWait(ip, username string) time.Duration {
 	now := t.now()
-	return max(t.loginIP.wait(ip, now), t.loginUser.wait(userKey(username), now))
+	return max(t.loginIP.wait(ip, now), t.loginUser.wait(userKey(ip, username), now))
 }
 
 // TokenWait is how long ip must wait before its next bearer request (0:
@@ -237,8 +274,8 @@ func (t *Throttle) TokenFailed(ip string) bool {
 	return t.tokenIP.waitLocked(ip, now) > 0
 }
 
-// Keys is how many IPs and usernames each count remembers (tests,
-// metrics).
+// Keys is how many IPs and (username, IP) pairs each count remembers
+// (tests, metrics).
 func (t *Throttle) Keys() (loginIPs, loginUsers, tokenIPs int) {
 	return t.loginIP.len(), t.loginUser.len(), t.tokenIP.len()
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/tls"
 	"net/http/httptest"
 	"strconv"
 	"sync"
@@ -10,16 +11,16 @@ import (
 )
 
 // Parallel attempts cannot pass the check together: each is counted when
-// it begins, so 50 at once let exactly 5 through.
+// it begins, so 50 at once from one address let exactly 5 through.
 func TestThrottleCountsAttemptsAsTheyBegin(t *testing.T) {
 	th := NewThrottle(ThrottleConfig{}, nil)
 	var ok atomic.Int32
 	var wg sync.WaitGroup
-	for i := range 50 {
+	for range 50 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, allowed := th.BeginLogin("10.0.0."+strconv.Itoa(i), "admin"); allowed {
+			if _, allowed := th.BeginLogin("10.0.0.1", "admin"); allowed {
 				ok.Add(1)
 			}
 		}()
@@ -27,6 +28,71 @@ func TestThrottleCountsAttemptsAsTheyBegin(t *testing.T) {
 	wg.Wait()
 	if ok.Load() != 5 {
 		t.Fatalf("%d attempts let through, want 5", ok.Load())
+	}
+}
+
+// Failures count per (user, address) and per address: an address that
+// failed for the admin blocks neither the admin elsewhere nor, under its
+// own per-address limit, another user at that address.
+func TestThrottlePerUserAndAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		cfg         ThrottleConfig
+		failures    int    // of admin at 10.0.0.1
+		ip, user    string // the next attempt
+		wantAllowed bool
+	}{
+		{"defaults: admin elsewhere", ThrottleConfig{}, 5, "10.0.0.2", "admin", true},
+		{"defaults: admin at the address", ThrottleConfig{}, 5, "10.0.0.1", "admin", false},
+		{"defaults: another user at the address (per-address limit)", ThrottleConfig{}, 5, "10.0.0.1", "bob", false},
+		{"NAT: another user at the address", ThrottleConfig{LoginMaxFailuresPerAddress: 20}, 5, "10.0.0.1", "bob", true},
+		{"NAT: admin at the address", ThrottleConfig{LoginMaxFailuresPerAddress: 20}, 5, "10.0.0.1", "ADMIN ", false},
+		{"NAT: spray past the per-address limit", ThrottleConfig{LoginMaxFailures: 100, LoginMaxFailuresPerAddress: 20}, 20, "10.0.0.1", "carol", false},
+		{"under the limits", ThrottleConfig{}, 4, "10.0.0.1", "admin", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th := NewThrottle(tc.cfg, nil)
+			for i := range tc.failures {
+				if _, ok := th.BeginLogin("10.0.0.1", "admin"); !ok {
+					t.Fatalf("failure %d refused", i+1)
+				}
+			}
+			if _, ok := th.BeginLogin(tc.ip, tc.user); ok != tc.wantAllowed {
+				t.Fatalf("%s at %s after %d failures of admin at 10.0.0.1: allowed %v, want %v", tc.user, tc.ip, tc.failures, ok, tc.wantAllowed)
+			}
+		})
+	}
+}
+
+// Secure cookies: over TLS, or when a trusted proxy says the client came
+// over https; never on a header from anyone else.
+func TestSecureRequest(t *testing.T) {
+	prox, _ := ParsePrefixes("10.0.0.0/8")
+	th := NewThrottle(ThrottleConfig{TrustedProxies: prox}, nil)
+	for _, tc := range []struct {
+		remote, proto string
+		tls           bool
+		want          bool
+	}{
+		{"203.0.113.9:5555", "", false, false},
+		{"203.0.113.9:5555", "https", false, false}, // not a trusted proxy
+		{"203.0.113.9:5555", "", true, true},
+		{"10.1.2.3:80", "https", false, true},
+		{"10.1.2.3:80", "HTTPS, http", false, true},
+		{"10.1.2.3:80", "http", false, false},
+		{"10.1.2.3:80", "", false, false},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.remote
+		if tc.proto != "" {
+			r.Header.Set("X-Forwarded-Proto", tc.proto)
+		}
+		if tc.tls {
+			r.TLS = &tls.ConnectionState{}
+		}
+		if got := th.SecureRequest(r); got != tc.want {
+			t.Errorf("%s proto %q tls %v: %v, want %v", tc.remote, tc.proto, tc.tls, got, tc.want)
+		}
 	}
 }
 

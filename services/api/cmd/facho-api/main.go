@@ -33,7 +33,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.StringVar(&cfg.Addr, "addr", env.String("FACHO_API_ADDR", "127.0.0.1:8080"), "API listen address (FACHO_API_ADDR)")
 			fs.StringVar(&cfg.ProfilesDir, "profiles-dir", env.String("FACHO_PROFILES_DIR", ""), "folder of vendor profiles added to the built-in ones (FACHO_PROFILES_DIR)")
 			fs.IntVar(&cfg.Throttle.LoginMaxFailures, "login-max-failures", env.Int("FACHO_API_LOGIN_MAX_FAILURES", 5),
-				"failed console logins a client IP, and separately a username, may make within -auth-window; more are answered 429 with Retry-After until the oldest leaves the window; a success clears both (negative: no limit) (FACHO_API_LOGIN_MAX_FAILURES)")
+				"failed console logins a username may have from one client address within -auth-window; more from that address are answered 429 with Retry-After until the oldest leaves the window (other addresses are not held back); a success clears the count (negative: no limit) (FACHO_API_LOGIN_MAX_FAILURES)")
+			fs.IntVar(&cfg.Throttle.LoginMaxFailuresPerAddress, "login-max-failures-per-address", env.Int("FACHO_API_LOGIN_MAX_FAILURES_PER_ADDRESS", 0),
+				"failed console logins one client address may make within -auth-window whatever the usernames; 0: the value of -login-max-failures (negative: no limit) (FACHO_API_LOGIN_MAX_FAILURES_PER_ADDRESS)")
 			fs.IntVar(&cfg.Throttle.TokenMaxFailures, "token-max-failures", env.Int("FACHO_API_TOKEN_MAX_FAILURES", 20),
 				"requests with an unknown bearer token a client IP may make within -auth-window; then its bearer requests are answered 429 (negative: no limit) (FACHO_API_TOKEN_MAX_FAILURES)")
 			fs.DurationVar(&cfg.Throttle.Window, "auth-window", env.Duration("FACHO_API_AUTH_WINDOW", 15*time.Minute),
