@@ -16,18 +16,72 @@ import (
 // docs/nats-identities.md shows, with the same flags.
 func natsCLI(t *testing.T, env *jstest.Env, identity string, args ...string) (string, error) {
 	t.Helper()
+	full := append([]string{"--server", env.URL, "--nkey", natsauth.SeedFile(env.KeysDir, identity),
+		"--inbox-prefix", natsauth.InboxPrefix(identity), "--timeout", "2s"}, args...)
+	return runNATSCLI(t, t.TempDir(), full...)
+}
+
+// runNATSCLI runs the nats CLI with home as $HOME (where its contexts
+// live), bounded to 20 s.
+func runNATSCLI(t *testing.T, home string, args ...string) (string, error) {
+	t.Helper()
 	bin, err := exec.LookPath("nats")
 	if err != nil {
 		t.Skip("the nats CLI is not installed (go install github.com/nats-io/natscli/nats@latest)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	full := append([]string{"--server", env.URL, "--nkey", natsauth.SeedFile(env.KeysDir, identity),
-		"--inbox-prefix", natsauth.InboxPrefix(identity), "--timeout", "2s"}, args...)
-	cmd := exec.CommandContext(ctx, bin, full...)
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// The documented way for people: a saved context per identity, then a
+// live tail of the events and the listings.
+func TestNATSCLIContext(t *testing.T) {
+	env := peopleEnv(t)
+	home := t.TempDir()
+	if out, err := runNATSCLI(t, home, "context", "save", "facho-observer", "--server", env.URL,
+		"--nkey", natsauth.SeedFile(env.KeysDir, natsauth.Observer), "--inbox-prefix", natsauth.InboxPrefix(natsauth.Observer)); err != nil {
+		t.Fatalf("nats context save: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"--context", "facho-observer", "stream", "ls"},
+		{"--context", "facho-observer", "consumer", "ls", streams.StreamConfig},
+		{"--context", "facho-observer", "consumer", "info", streams.StreamConfig, streams.ConsumerProjectorConfig},
+		{"--context", "facho-observer", "stream", "get", streams.StreamONU, "1"},
+		{"--context", "facho-observer", "sub", "--stream", streams.StreamONU, "--all", "--count", "1", "facho.onu.>"},
+	} {
+		if out, err := runNATSCLI(t, home, args...); err != nil {
+			t.Errorf("nats %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// A live tail: the subscription sees an event published after it.
+	done := make(chan error, 1)
+	var out string
+	go func() {
+		var err error
+		out, err = runNATSCLI(t, home, "--context", "facho-observer", "sub", "facho.onu.>", "--count", "1")
+		done <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for {
+		if _, err := env.JS.Publish(ctx, streams.SubjectONU("olt-2", streams.ONUDiscovered), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil || !strings.Contains(out, "facho.onu.olt-2") {
+				t.Fatalf("nats sub: %v\n%s", err, out)
+			}
+			return
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("nats sub saw no event")
+		}
+	}
 }
 
 // The nats CLI commands of the documentation work verbatim, and what an
