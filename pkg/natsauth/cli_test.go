@@ -1,11 +1,16 @@
 package natsauth_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/facho-olt/facho/pkg/jstest"
 	"github.com/facho-olt/facho/pkg/natsauth"
@@ -124,4 +129,70 @@ func TestNATSCLI(t *testing.T) {
 			t.Errorf("%s: allowed\n%s", cmd, out)
 		}
 	}
+}
+
+// The operator's context: the dead letters and JetStream's advisories.
+func TestNATSCLIOperatorContext(t *testing.T) {
+	env := peopleEnv(t)
+	home := t.TempDir()
+	if out, err := runNATSCLI(t, home, "context", "save", "facho-operator", "--server", env.URL,
+		"--nkey", natsauth.SeedFile(env.KeysDir, natsauth.Operator), "--inbox-prefix", natsauth.InboxPrefix(natsauth.Operator)); err != nil {
+		t.Fatalf("nats context save: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"--context", "facho-operator", "stream", "get", streams.StreamDLQ, "1"},
+		{"--context", "facho-operator", "sub", "--stream", streams.StreamDLQ, "--all", "--count", "1", "facho.dlq.>"},
+	} {
+		if out, err := runNATSCLI(t, home, args...); err != nil {
+			t.Errorf("nats %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	bin, err := exec.LookPath("nats")
+	if err != nil {
+		t.Skip("no nats CLI")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out syncBuffer
+	cmd := exec.CommandContext(ctx, bin, "--context", "facho-operator", "events", "--js-advisory", "--no-srv-advisory")
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("noc-advisory-%d", i)
+		if _, err := env.JS.CreateOrUpdateConsumer(ctx, streams.StreamONU, jetstream.ConsumerConfig{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		if strings.Contains(out.String(), "noc-advisory-") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("nats events showed no advisory:\n%s", out.String())
+		}
+	}
+	if strings.Contains(strings.ToLower(out.String()), "permission") {
+		t.Fatalf("nats events: %s", out.String())
+	}
+}
+
+// syncBuffer is an io.Writer safe for a process's output read meanwhile.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
