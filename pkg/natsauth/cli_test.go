@@ -63,11 +63,16 @@ func TestNATSCLIContext(t *testing.T) {
 		}
 	}
 	// A live tail: the subscription sees an event published after it.
+	// (A core subscription on an event subject is refused: see
+	// TestPeopleCannotWriteThroughAPushConsumer.)
+	if out, err := runNATSCLI(t, home, "--context", "facho-observer", "sub", "facho.onu.>", "--count", "1", "--timeout", "2s"); err == nil {
+		t.Errorf("nats sub facho.onu.> (a core subscription) as observer: allowed\n%s", out)
+	}
 	done := make(chan error, 1)
 	var out string
 	go func() {
 		var err error
-		out, err = runNATSCLI(t, home, "--context", "facho-observer", "sub", "facho.onu.>", "--count", "1")
+		out, err = runNATSCLI(t, home, "--context", "facho-observer", "sub", "--stream", streams.StreamONU, "--new", "--count", "1", "facho.onu.>")
 		done <- err
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

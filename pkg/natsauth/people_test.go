@@ -370,3 +370,33 @@ func TestIntegratorIdentity(t *testing.T) {
 	}
 	acme.may("delete acme-1 on FACHO_ALERT", deleteConsumer(streams.StreamAlert, "acme-1"))
 }
+
+// A push consumer delivers to any subject someone subscribes to, whoever
+// created it: people may not subscribe to the event subjects, so the
+// observer cannot make the server write FACHO_ONU's events into
+// FACHO_CONFIG (deliver subject facho.config.olt.evil) and read them
+// there; nor can an integrator with nobody listening.
+func TestPeopleCannotWriteThroughAPushConsumer(t *testing.T) {
+	env := peopleEnv(t)
+	for _, tc := range []struct{ identity, consumer string }{
+		{natsauth.Observer, "evil-push"},
+		{natsauth.Operator, "evil-push-2"},
+		{"integrator:acme", "acme-3"},
+	} {
+		a := connectAs(t, env, tc.identity)
+		// The server refuses the subscription (asynchronously) for
+		// everyone: only the admin may subscribe to event subjects.
+		if _, err := a.nc.SubscribeSync(streams.SubjectOLT("evil")); err == nil {
+			a.v.next(t, streams.SubjectOLT("evil"))
+		}
+		before := msgs(t, env.JS, streams.StreamConfig)
+		a.may("create a push consumer delivering into another stream's subject", func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, streams.StreamONU, jetstream.ConsumerConfig{Durable: tc.consumer, DeliverSubject: streams.SubjectOLT("evil")})
+			return err
+		})
+		time.Sleep(time.Second)
+		if after := msgs(t, env.JS, streams.StreamConfig); after != before {
+			t.Fatalf("%s: FACHO_CONFIG holds %d messages, %d before: a push consumer wrote into it", tc.identity, after, before)
+		}
+	}
+}

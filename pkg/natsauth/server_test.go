@@ -391,18 +391,23 @@ func TestLegitimateWorkPasses(t *testing.T) {
 	fetchAck(auditor, streams.StreamExec, streams.ConsumerAuditorExec)
 	fetchAck(auditor, streams.StreamAudit, streams.ConsumerAuditorAudit)
 
-	// observer: tails ONU changes live and replays them.
-	obsNC, observer := env.Connect(t, natsauth.Observer)
-	sub, err := obsNC.SubscribeSync("facho.onu.>")
-	must("observer subscribe", err)
-	must("observer flush", obsNC.Flush())
+	// observer: tails ONU changes live and replays them, through
+	// JetStream.
+	_, observer := env.Connect(t, natsauth.Observer)
+	onu, err := observer.Stream(ctx, streams.StreamONU)
+	must("observer stream", err)
+	onuInfo, err := onu.Info(ctx)
+	must("observer stream info", err)
+	live, err := observer.OrderedConsumer(ctx, streams.StreamONU, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: onuInfo.State.LastSeq + 1})
+	must("observer live consumer", err)
 	oo, err := observer.OrderedConsumer(ctx, streams.StreamONU, jetstream.OrderedConsumerConfig{})
 	must("observer ordered consumer", err)
 	_, err = oo.Next(jetstream.FetchMaxWait(bound))
 	must("observer replay", err)
 	_, err = projector.Publish(ctx, streams.SubjectONU("olt-1", streams.ONUUpdated), []byte(`{}`))
 	must("projector publish", err)
-	_, err = sub.NextMsg(bound)
+	_, err = live.Next(jetstream.FetchMaxWait(bound))
 	must("observer live tail", err)
 
 	for name, v := range map[string]violations{"api": apiV, "planner": plannerV, "poller": pollerV, "projector": projectorV, "auditor": auditorV} {

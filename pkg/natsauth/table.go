@@ -169,25 +169,28 @@ func Table() []Identity {
 			Ordered:     []string{streams.StreamConfig, streams.StreamONU, streams.StreamExec, streams.StreamOLT, streams.StreamNotify, streams.StreamAlert},
 			ReadMsgs:    []string{streams.StreamAlert, streams.StreamOLT},
 		},
+		// People read through JetStream only (ordered consumers, direct
+		// gets), never with core subscriptions on the event subjects: a
+		// push consumer delivers to any subject that has a subscriber, so
+		// a reader who could subscribe to an event subject could make
+		// the server write into that subject's stream.
 		{
-			Name:            Observer,
-			Description:     "reads every stream with ephemeral ordered consumers, lists streams and consumers; publishes and deletes nothing (tail, replay)",
-			Ordered:         streamNames(),
-			ReadMsgs:        streamNames(),
-			SubscribeEvents: true,
-			Inspect:         true,
-			NoDelete:        true,
+			Name:        Observer,
+			Description: "reads every stream with ephemeral ordered consumers, lists streams and consumers; publishes and deletes nothing (tail, replay)",
+			Ordered:     streamNames(),
+			ReadMsgs:    streamNames(),
+			Inspect:     true,
+			NoDelete:    true,
 		},
 		{
-			Name:            Operator,
-			Description:     "the observer plus leader step-downs and JetStream advisories (a NOC unsticking things); deletes nothing",
-			Ordered:         streamNames(),
-			ReadMsgs:        streamNames(),
-			SubscribeEvents: true,
-			Inspect:         true,
-			NoDelete:        true,
-			StepDown:        true,
-			Advisories:      true,
+			Name:        Operator,
+			Description: "the observer plus leader step-downs and JetStream advisories (a NOC unsticking things); deletes nothing",
+			Ordered:     streamNames(),
+			ReadMsgs:    streamNames(),
+			Inspect:     true,
+			NoDelete:    true,
+			StepDown:    true,
+			Advisories:  true,
 		},
 		{
 			Name:        Admin,
