@@ -435,7 +435,11 @@ func (p *planner) handle(ctx context.Context, msg jetstream.Msg, replayUntil uin
 			p.oltTransition(ctx, olt, wasEnabled, p.state.oltEnabled(olt))
 		}
 		if err == nil && !known {
-			p.m.configEvents.WithLabelValues("unknown").Inc()
+			result := "unknown"
+			if env.Type == streams.TypeSilenceUpserted || env.Type == streams.TypeSilenceDeleted {
+				result = "ignored" // silences of alerts: the alerter's
+			}
+			p.m.configEvents.WithLabelValues(result).Inc()
 			p.log.Debug().Str("type", env.Type).Uint64(telemetry.KeyStreamSeq, seq).Msg("config event type not planned on")
 			return
 		}
