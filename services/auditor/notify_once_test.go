@@ -15,6 +15,7 @@ import (
 
 	"github.com/facho-olt/facho/pkg/jstest"
 	"github.com/facho-olt/facho/pkg/pgtest"
+	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/services/auditor"
 	"github.com/facho-olt/facho/streams"
@@ -143,5 +144,35 @@ func TestOLTDisabledNotifiedOnceAcrossRestarts(t *testing.T) {
 	}
 	if n := info.State.Subjects[streams.SubjectNotify(streams.NotifyOLTDisabled, "olt-d")]; n != 2 {
 		t.Errorf("%d olt_disabled notifications of olt-d on the notify stream, want 2", n)
+	}
+}
+
+// Silences of alerts share FACHO_CONFIG: the auditor's configuration
+// consumer (filtered on OLT subjects) goes past them without an error or
+// a dead letter.
+func TestAuditorIgnoresSilences(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	db := pgtest.New(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	publish(t, env.JS, streams.SubjectSilence("s1"), now, streams.SilenceUpserted{ID: "s1", OLTID: "olt-1", StartsAt: now, EndsAt: now.Add(time.Hour), CreatedBy: "ana", CreatedAt: now})
+	publish(t, env.JS, streams.SubjectSilence("s1"), now, streams.SilenceDeleted{ID: "s1"})
+	publish(t, env.JS, streams.SubjectOLT("olt-1"), now, streams.OLTUpserted{ID: "olt-1", Name: "A", IP: "10.0.0.1", Port: 161, BrandID: "huawei", Enabled: true})
+	stop := startAuditor(t, env.JS, db, auditor.Config{LogFile: "-"}, nil)
+	defer stop()
+	waitFor(t, "the auditor's config consumer past the silences", func() bool {
+		seq, err := projection.Checkpoint(ctx, db, streams.ConsumerAuditorConfig)
+		return err == nil && seq >= 3
+	})
+	s, err := env.JS.Stream(ctx, streams.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Errorf("%d dead letters, want 0", info.State.Msgs)
 	}
 }
