@@ -175,7 +175,8 @@ func (s *server) ackAlert(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	var req ackRequest
 	if r.ContentLength != 0 {
-		if aerr := decodeStrict(r, s.cfg.MaxBodyBytes, &req); aerr != nil {
+		// The body is optional: an empty one (chunked, say) is no comment.
+		if aerr := decodeStrict(r, s.cfg.MaxBodyBytes, &req); aerr != nil && !(aerr.Field == "" && aerr.Msg == "empty body") {
 			return aerr
 		}
 	}

@@ -162,8 +162,9 @@ func TestAlertAck(t *testing.T) {
 	if ack.AlertID != "rx-1" || ack.Key != "onu_rx_low:rx-1" || ack.OLTID != "olt-1" || ack.Comment != "crew on site" || ack.At.IsZero() {
 		t.Errorf("acknowledged = %+v", ack)
 	}
-	// Again: the same Nats-Msg-Id, stored once.
+	// Again (no body, an empty object): the same Nats-Msg-Id, stored once.
 	f.must("POST", "/api/v1/alerts/rx-1/ack", "", http.StatusAccepted)
+	f.must("POST", "/api/v1/alerts/rx-1/ack", "{}", http.StatusAccepted)
 	if n := subjectCount(t, f, streams.StreamAlert, subject); n != 1 {
 		t.Errorf("%d acknowledgements stored after two acks, want 1", n)
 	}
@@ -180,9 +181,11 @@ func TestAlertAck(t *testing.T) {
 	if code != http.StatusConflict {
 		t.Errorf("ack of a resolved alert = %d %s, want 409", code, raw)
 	}
-	code, body, raw := f.do("POST", "/api/v1/alerts/rx-1/ack", `{"comment":"a\u0000b"}`)
-	if code != http.StatusBadRequest || body["field"] != "comment" {
-		t.Errorf("bad comment = %d %s, want 400 naming comment", code, raw)
+	for _, bad := range []string{`{"comment":"a\u0000b"}`, `{"comment":5}`} {
+		code, body, raw := f.do("POST", "/api/v1/alerts/rx-1/ack", bad)
+		if code != http.StatusBadRequest || body["field"] != "comment" {
+			t.Errorf("ack %s = %d %s, want 400 naming comment", bad, code, raw)
+		}
 	}
 }
 
