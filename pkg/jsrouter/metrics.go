@@ -28,6 +28,10 @@ type metrics struct {
 	waiting       *prometheus.GaugeVec
 	outageRetries *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
+	// pending and lag: how far behind its stream the consumer is, as of
+	// the last message it handled.
+	pending *prometheus.GaugeVec
+	lag     *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -57,12 +61,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to handle one message, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"consumer"}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "facho_consumer_pending_messages",
+			Help: "Messages of the stream not yet delivered to the consumer, as of the last message it handled (0: caught up).",
+		}, []string{"consumer"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "facho_consumer_lag_seconds",
+			Help: "Age of the last message the consumer handled, when it ended, while messages were still pending behind it (0: caught up).",
+		}, []string{"consumer"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	err := errors.Join(Register(reg, &m.handled), Register(reg, &m.deadLettered), Register(reg, &m.gaveUp),
-		Register(reg, &m.waiting), Register(reg, &m.outageRetries), Register(reg, &m.duration))
+		Register(reg, &m.waiting), Register(reg, &m.outageRetries), Register(reg, &m.duration),
+		Register(reg, &m.pending), Register(reg, &m.lag))
 	if err != nil {
 		return nil, err
 	}

@@ -49,3 +49,52 @@ func TestRegister(t *testing.T) {
 		t.Fatal("Register accepted a different collector under a taken name")
 	}
 }
+
+// gauge reads a gauge of consumer (-1: no such series).
+func gauge(t *testing.T, g prometheus.Gatherer, name, consumer string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "consumer" && l.GetValue() == consumer {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// A consumer behind its stream shows pending messages and a lag; caught
+// up, both are 0.
+func TestLagMetrics(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	publish(t, env.JS, streams.SubjectExec("olt-1", streams.PhaseStarted), 20)
+	reg := prometheus.NewRegistry()
+	r := jsroutertest.New(t, env.JS, reg)
+	type seen struct{ pending, lag float64 }
+	behind := make(chan seen, 1)
+	r.Handle(streams.StreamExec, streams.ConsumerProjectorExec, func(ctx context.Context, m jsrouter.Msg) error {
+		if m.Seq == 2 { // the gauges as message 1 left them
+			behind <- seen{gauge(t, reg, "facho_consumer_pending_messages", m.Consumer), gauge(t, reg, "facho_consumer_lag_seconds", m.Consumer)}
+		}
+		return nil
+	})
+	jsroutertest.Run(t, r)
+	s := <-behind
+	if s.pending < 1 || s.lag <= 0 {
+		t.Errorf("after message 1 of 20: pending %v, lag %v s; want both > 0", s.pending, s.lag)
+	}
+	jsroutertest.Eventually(t, "caught up", func() bool {
+		return jsroutertest.Total(jsroutertest.Outcomes(t, reg, streams.ConsumerProjectorExec)) == 20 &&
+			gauge(t, reg, "facho_consumer_pending_messages", streams.ConsumerProjectorExec) == 0 &&
+			gauge(t, reg, "facho_consumer_lag_seconds", streams.ConsumerProjectorExec) == 0
+	})
+}

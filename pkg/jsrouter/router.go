@@ -320,6 +320,26 @@ func (r *Router) countOutcome(h message.HandlerFunc) message.HandlerFunc {
 		}
 		r.metrics.handled.WithLabelValues(consumer, outcome).Inc()
 		r.metrics.duration.WithLabelValues(consumer).Observe(time.Since(start).Seconds())
+		r.observeLag(wm, consumer)
 		return out, err
 	}
+}
+
+// observeLag sets facho_consumer_pending_messages and
+// facho_consumer_lag_seconds from the handled message's metadata.
+func (r *Router) observeLag(wm *message.Message, consumer string) {
+	jm, ok := Raw(wm.Context())
+	if !ok {
+		return
+	}
+	md, err := jm.Metadata()
+	if err != nil {
+		return
+	}
+	r.metrics.pending.WithLabelValues(consumer).Set(float64(md.NumPending))
+	lag := 0.0
+	if md.NumPending > 0 {
+		lag = max(time.Since(md.Timestamp).Seconds(), 0)
+	}
+	r.metrics.lag.WithLabelValues(consumer).Set(lag)
 }

@@ -252,6 +252,18 @@ func (s *server) routes() (http.Handler, error) {
 	api("GET /api/v1/pollers/{$}", s.listPollers)
 	api("GET /api/v1/pollers/stats/{$}", s.getPollerStats)
 
+	// Alerts for people: alerts, incidents, acknowledgements, silences,
+	// the PON view.
+	api("GET /api/v1/alerts", s.listAlerts)
+	api("GET /api/v1/alerts/{id}", s.getAlert)
+	api("POST /api/v1/alerts/{id}/ack", s.ackAlert)
+	api("GET /api/v1/incidents", s.listIncidents)
+	api("GET /api/v1/incidents/{id}", s.getIncident)
+	api("GET /api/v1/silences", s.listSilences)
+	api("POST /api/v1/silences", s.createSilence)
+	api("DELETE /api/v1/silences/{id}", s.deleteSilence)
+	api("GET /api/v1/olts/{id}/pons", s.listPONs)
+
 	api("GET /api/v1/users", s.listUsers)
 	api("POST /api/v1/users", s.createUser)
 	api("GET /api/v1/users/{id}", s.getUser)

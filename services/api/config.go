@@ -37,6 +37,9 @@ type Config struct {
 	// FACHO_API_AUTH_WINDOW, FACHO_API_AUTH_MAX_KEYS,
 	// FACHO_API_TRUSTED_PROXIES).
 	Throttle auth.ThrottleConfig
+	// MaxSilence bounds how long a silence of alerts lasts
+	// (FACHO_API_MAX_SILENCE; default 30 days).
+	MaxSilence time.Duration
 }
 
 // WithDefaults fills zero fields.
@@ -60,6 +63,9 @@ func (c Config) WithDefaults() Config {
 		c.DetectTimeout = 3 * time.Second
 	}
 	c.Throttle = c.Throttle.WithDefaults()
+	if c.MaxSilence == 0 {
+		c.MaxSilence = 30 * 24 * time.Hour
+	}
 	return c
 }
 
@@ -76,6 +82,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max body %d bytes: want at least 1024", c.MaxBodyBytes))
+	}
+	if c.MaxSilence < time.Minute {
+		errs = append(errs, fmt.Errorf("max silence %s: want at least 1m", c.MaxSilence))
 	}
 	if err := c.Throttle.Validate(); err != nil {
 		errs = append(errs, err)

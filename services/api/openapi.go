@@ -57,7 +57,7 @@ func routeDocs() map[string]routeDoc {
 	job := param{"job_id", "string", "only of this job"}
 	enabled := param{"enabled", "boolean", "only enabled (true) or disabled (false)"}
 	status := param{"status", "string", "only in this status (e.g. ONLINE, SUCCESS)"}
-	return map[string]routeDoc{
+	docs := map[string]routeDoc{
 		"GET /api/v1/me":           {Summary: "Who am I: the authenticated user and role", Tag: "users"},
 		"GET /api/v1/openapi.json": {Summary: "This OpenAPI 3.1 document", Tag: "docs"},
 		"GET /api/docs":            {Summary: "The OpenAPI document rendered as HTML", Tag: "docs", HTML: true},
@@ -157,6 +157,11 @@ func routeDocs() map[string]routeDoc {
 		"POST /api/v1/tokens":                          {Summary: "Create an API token for me; its secret is shown once", Tag: "tokens", Role: auth.Viewer, Body: tokenRequest{}, Status: 201},
 		"DELETE /api/v1/tokens/{id}":                   {Summary: "Revoke an API token (mine; an admin: anyone's)", Tag: "tokens", Role: auth.Viewer, Status: 202},
 	}
+	// Alerts, incidents, silences, PONs (alerts.go).
+	for k, v := range alertRouteDocs() {
+		docs[k] = v
+	}
+	return docs
 }
 
 // routeRole is the role a route needs.

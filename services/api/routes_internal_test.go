@@ -357,6 +357,10 @@ func TestRouteRole(t *testing.T) {
 		{"POST /api/v1/tokens", auth.Viewer},
 		{"GET /api/v1/users", auth.Admin},
 		{"/api/", auth.Viewer},
+		{"GET /api/v1/alerts", auth.Viewer},
+		{"POST /api/v1/alerts/{id}/ack", auth.Operator},
+		{"POST /api/v1/silences", auth.Operator},
+		{"DELETE /api/v1/silences/{id}", auth.Operator},
 	} {
 		if got := routeRole(c.pattern); got != c.want {
 			t.Errorf("routeRole(%q) = %q, want %q", c.pattern, got, c.want)

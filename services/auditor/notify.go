@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
@@ -171,8 +172,19 @@ func (a *auditor) auditNotify(m jsrouter.Msg, env streams.Envelope) (func(contex
 		return mark, nil
 	}
 	e := sanitize(Entry{OLTID: ev.OLTID, EventType: ev.Kind, Message: ev.Message, Details: ev.Details})
+	// The notification's id is the audit event's own id (the publisher
+	// derives it from what it audits: the execution that tipped an
+	// auto-disable, the configuration event of a disable), not its stream
+	// sequence: the same audit published again after the stream's
+	// duplicate window (a restarted planner) finds its notification in
+	// the outbox and is not notified twice. Without an id (or with an
+	// unreasonably long one): the sequence.
+	id := streams.MsgID(streams.NotifyOLTDisabled, m.Stream, m.Seq)
+	if env.ID != "" && len(env.ID) <= 256 && utf8.ValidString(env.ID) {
+		id = streams.MsgID(streams.NotifyOLTDisabled, ev.OLTID, env.ID)
+	}
 	n := notification{ev: streams.Notification{
-		ID: streams.MsgID(streams.NotifyOLTDisabled, m.Stream, m.Seq), Kind: streams.NotifyOLTDisabled, OLTID: ev.OLTID,
+		ID: id, Kind: streams.NotifyOLTDisabled, OLTID: ev.OLTID,
 		Severity: strings.ToUpper(ev.Level), Message: e.Message, Details: e.Details, OccurredAt: env.Time,
 	}}
 	if !levels[n.ev.Severity] {

@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900},
 		}),
 		configEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "facho_planner_config_events_total", Help: "Configuration events read, by result (applied, unknown, malformed, wrong_subject).",
+			Name: "facho_planner_config_events_total", Help: "Configuration events read, by result (applied, unknown, ignored: not the planner's (silences), malformed, wrong_subject).",
 		}, []string{"result"}),
 		publishErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_planner_publish_errors_total", Help: "Failed publishes of NodeDue or audit events.",

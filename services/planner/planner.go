@@ -431,11 +431,19 @@ func (p *planner) handle(ctx context.Context, msg jetstream.Msg, replayUntil uin
 		_, had := p.state.olts[olt]
 		wasEnabled := p.state.oltEnabled(olt)
 		known, err = p.state.apply(env)
-		if err == nil && olt != "" && had && p.caughtUp {
+		// Only an event published after this term began is a live
+		// transition: the replay's last event (seq == replayUntil, which
+		// also ends the replay) was audited by the term that read it
+		// live, and auditing it again would notify it again.
+		if err == nil && olt != "" && had && p.caughtUp && seq > replayUntil {
 			p.oltTransition(ctx, olt, wasEnabled, p.state.oltEnabled(olt))
 		}
 		if err == nil && !known {
-			p.m.configEvents.WithLabelValues("unknown").Inc()
+			result := "unknown"
+			if env.Type == streams.TypeSilenceUpserted || env.Type == streams.TypeSilenceDeleted {
+				result = "ignored" // silences of alerts: the alerter's
+			}
+			p.m.configEvents.WithLabelValues(result).Inc()
 			p.log.Debug().Str("type", env.Type).Uint64(telemetry.KeyStreamSeq, seq).Msg("config event type not planned on")
 			return
 		}

@@ -127,7 +127,9 @@ func (s *state) apply(env streams.Envelope) (known bool, err error) {
 	var affected []NodeKey
 	switch env.Type {
 	case streams.TypeJobOLTAssigned, streams.TypeJobOLTUnassigned, streams.TypeOLTUpserted, streams.TypeOLTDeleted,
-		streams.TypeOLTAutoDisabled, streams.TypeWorkflowUpserted, streams.TypeWorkflowDeleted:
+		streams.TypeOLTAutoDisabled, streams.TypeWorkflowUpserted, streams.TypeWorkflowDeleted,
+		// Silences of alerts are not planned on.
+		streams.TypeSilenceUpserted, streams.TypeSilenceDeleted:
 	default:
 		// Brands, OIDs and jobs (and their deletions) change what jobs read.
 		clear(s.oidCache)

@@ -109,3 +109,32 @@ func TestSinceIsTheEnableTime(t *testing.T) {
 		t.Errorf("since = %s, want %s", got, enabledAt)
 	}
 }
+
+// Silences of alerts share FACHO_CONFIG: the planner reads past them
+// without an error, without touching a node or its OID cache.
+func TestSilencesAreNotPlannedOn(t *testing.T) {
+	st := newState(timeouts{discovery: 300, poll: 60})
+	at := t0
+	for _, ev := range baseEvents() {
+		at = at.Add(time.Second)
+		if _, err := st.apply(env(t, at, ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := st.desired()
+	st.jobOIDs(st.jobs["j1"]) // fills the cache
+	cached := len(st.oidCache)
+	st.touched = map[NodeKey]struct{}{}
+	for _, ev := range []streams.Event{
+		streams.SilenceUpserted{ID: "s1", OLTID: "olt-a", StartsAt: at, EndsAt: at.Add(time.Hour), CreatedBy: "ana", CreatedAt: at},
+		streams.SilenceDeleted{ID: "s1"},
+	} {
+		known, err := st.apply(env(t, at, ev))
+		if err != nil || known {
+			t.Errorf("apply %s = known %v, %v; want ignored", ev.EventType(), known, err)
+		}
+	}
+	if len(st.touched) != 0 || len(st.desired()) != len(before) || len(st.oidCache) != cached || cached == 0 {
+		t.Errorf("a silence changed the plan: touched %v, %d nodes (was %d), oid cache %d (was %d)", st.touched, len(st.desired()), len(before), len(st.oidCache), cached)
+	}
+}

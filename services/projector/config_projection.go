@@ -219,11 +219,61 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 			_, err := tx.Exec(ctx, `UPDATE workflows SET deleted = true, enabled = false, updated_at = $2 WHERE id = $1`, e.ID, at)
 			return wrap(err, "delete workflow %s", e.ID)
 		}}, nil
+	case streams.TypeSilenceUpserted:
+		var e streams.SilenceUpserted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return projection.Change{}, err
+		}
+		if err := needID(env, e.ID); err != nil {
+			return projection.Change{}, err
+		}
+		if e.StartsAt.IsZero() || e.EndsAt.IsZero() {
+			return projection.Change{}, fmt.Errorf("%w: silence %s without starts_at or ends_at", streams.ErrMalformed, e.ID)
+		}
+		created := e.CreatedAt
+		if created.IsZero() {
+			created = at
+		}
+		seq := m.Seq
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+			// stream_seq guards the row: an older event (a redelivery, a
+			// replay from before) changes nothing.
+			_, err := tx.Exec(ctx, `INSERT INTO alert_silences (id, olt_id, pon, rule, starts_at, ends_at, created_by, comment, created_at, deleted_at, stream_seq)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10)
+				ON CONFLICT (id) DO UPDATE SET olt_id = EXCLUDED.olt_id, pon = EXCLUDED.pon, rule = EXCLUDED.rule,
+				starts_at = EXCLUDED.starts_at, ends_at = EXCLUDED.ends_at, created_by = EXCLUDED.created_by, comment = EXCLUDED.comment,
+				created_at = EXCLUDED.created_at, deleted_at = NULL, stream_seq = EXCLUDED.stream_seq
+				WHERE alert_silences.stream_seq < EXCLUDED.stream_seq`,
+				e.ID, nullText(e.OLTID), nullText(e.Pon), nullText(e.Rule), e.StartsAt, e.EndsAt, pgText(e.CreatedBy), pgText(e.Comment), created, int64(seq))
+			return wrap(err, "upsert silence %s", e.ID)
+		}}, nil
+	case streams.TypeSilenceDeleted:
+		var e streams.SilenceDeleted
+		if err := streams.DecodeData(env, &e); err != nil {
+			return projection.Change{}, err
+		}
+		if err := needID(env, e.ID); err != nil {
+			return projection.Change{}, err
+		}
+		seq := m.Seq
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `UPDATE alert_silences SET deleted_at = $2, stream_seq = $3 WHERE id = $1 AND stream_seq < $3`,
+				e.ID, at, int64(seq))
+			return wrap(err, "delete silence %s", e.ID)
+		}}, nil
 	default:
 		// A type this version does not know is dead-lettered, not dropped:
 		// it stays visible, and a replay after an upgrade applies it.
 		return projection.Change{}, fmt.Errorf("%w: unknown configuration event type %q", streams.ErrMalformed, env.Type)
 	}
+}
+
+// nullText is a text column's value: NULL for an empty (or blank) text.
+func nullText(s string) any {
+	if s = pgText(s); s == "" {
+		return nil
+	}
+	return s
 }
 
 func needID(env streams.Envelope, id string) error { return needIDs(env, id) }

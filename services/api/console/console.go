@@ -153,6 +153,12 @@ func (c *Console) Routes() []Route {
 		Route{Pattern: "GET /pollers", Role: auth.Viewer, Summary: "Pollers: busy %, current node, saturation, queue", Handler: http.HandlerFunc(c.pollersPage)},
 		Route{Pattern: "GET /queue", Role: auth.Viewer, Summary: "The planner's queue: size, overload, next nodes, delays per class and per OLT", Handler: http.HandlerFunc(c.queuePage)},
 		Route{Pattern: "GET /vendor-profiles/{id}", Role: auth.Viewer, Summary: "A vendor profile: match rules, columns, tuning, default jobs", Handler: http.HandlerFunc(c.vendorProfilePage)},
+		// Alerts for people (alerts.go).
+		Route{Pattern: "GET /alerts", Role: auth.Viewer, Summary: "Alerts: active first, the most severe first; filters by OLT, PON, rule, severity, state; acknowledge, silence", Handler: http.HandlerFunc(c.alertsPage)},
+		Route{Pattern: "POST /alerts/{id}/ack", Role: auth.Operator, Summary: "Acknowledge an alert", Handler: http.HandlerFunc(c.ackAlert)},
+		Route{Pattern: "GET /silences", Role: auth.Viewer, Summary: "Silences of alerts, with the form that creates one", Handler: http.HandlerFunc(c.silencesPage)},
+		Route{Pattern: "POST /silences", Role: auth.Operator, Summary: "Create a silence", Handler: http.HandlerFunc(c.createSilence)},
+		Route{Pattern: "POST /silences/{id}/delete", Role: auth.Operator, Summary: "Delete a silence", Handler: http.HandlerFunc(c.deleteSilence)},
 	)
 	for _, name := range []string{"brands", "oids", "olts", "jobs", "assignments", "workflows", "vendor-profiles", "users", "quotas", "violations"} {
 		l := c.lists[name]
@@ -196,12 +202,19 @@ type view struct {
 	Data   any
 	Errors map[string]string
 	Values map[string]string
+	// Outages are the firing PON and OLT incidents (the banner of every
+	// page).
+	Outages []map[string]any
 }
 
 func (c *Console) newView(r *http.Request, title, nav string) *view {
 	p, _ := auth.FromContext(r.Context())
-	return &view{Title: title, Nav: nav, User: p, CSRF: p.CSRF, Msg: r.URL.Query().Get("msg"), Err: r.URL.Query().Get("err"),
+	v := &view{Title: title, Nav: nav, User: p, CSRF: p.CSRF, Msg: r.URL.Query().Get("msg"), Err: r.URL.Query().Get("err"),
 		Query: r.URL.Query(), Path: r.URL.Path, Errors: map[string]string{}, Values: map[string]string{}}
+	if p.Role.Valid() {
+		v.Outages = c.outages(r)
+	}
+	return v
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, page string, v *view) {

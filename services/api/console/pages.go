@@ -30,6 +30,9 @@ type oltView struct {
 	NodesErr   string
 	Executions []map[string]any
 	Statuses   []string
+	// PONs: ONUs total / online / down per PON with their firing alerts.
+	PONs    []ponView
+	PONsErr string
 }
 
 func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
@@ -84,6 +87,7 @@ func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
 			ov.Orphans = append(ov.Orphans, m)
 		}
 	}
+	ov.PONs, ov.PONsErr = c.oltPONs(r, id)
 	for _, x := range anySlice(c.call(r.Context(), http.MethodGet, "/api/v1/executions?limit=25&olt_id="+url.QueryEscape(id), nil).Body["executions"]) {
 		if m, ok := x.(map[string]any); ok {
 			ov.Executions = append(ov.Executions, m)

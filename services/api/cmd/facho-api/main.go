@@ -44,6 +44,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				"most client IPs and usernames each count remembers, in memory (FACHO_API_AUTH_MAX_KEYS)")
 			fs.StringVar(&proxies, "trusted-proxies", env.String("FACHO_API_TRUSTED_PROXIES", ""),
 				"comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client; empty: the client is the TCP peer (FACHO_API_TRUSTED_PROXIES)")
+			fs.DurationVar(&cfg.MaxSilence, "max-silence", env.Duration("FACHO_API_MAX_SILENCE", 30*24*time.Hour),
+				"longest silence of alerts POST /api/v1/silences accepts (FACHO_API_MAX_SILENCE)")
 			// A func flag, so that -h never prints the tokens as a default.
 			cfg.Tokens = splitTokens(env.String("FACHO_API_TOKENS", ""))
 			fs.Func("tokens", "comma-separated bearer tokens (FACHO_API_TOKENS); prefer the environment", func(s string) error {
