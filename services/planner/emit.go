@@ -69,11 +69,11 @@ func (p *planner) queueDue(now time.Time) {
 }
 
 // dispatchReady dispatches the first waiting node of every free OLT, most
-// urgent first. A node whose publish fails goes back to the head of its
+// urgent first, within the free slots of each queue class (ReadyIn). A node whose publish fails goes back to the head of its
 // queue and is retried at the next tick with the same id, so a publish
 // that did land is not doubled.
 func (p *planner) dispatchReady(ctx context.Context, now time.Time) {
-	ready := p.queues.Ready(now)
+	ready := p.queues.ReadyIn(now, p.room(now))
 	for i, d := range ready {
 		if ctx.Err() != nil || p.dispatch(ctx, d, now) != nil {
 			// JetStream is likely unreachable: the rest waits too.
@@ -86,9 +86,10 @@ func (p *planner) dispatchReady(ctx context.Context, now time.Time) {
 	p.gauges()
 }
 
-// dispatchOLT dispatches the next waiting node of one OLT, if it is free.
+// dispatchOLT dispatches the next waiting node of one OLT, if it is free,
+// whose class has a free slot (PopIn).
 func (p *planner) dispatchOLT(ctx context.Context, olt string, now time.Time) {
-	if d, ok := p.queues.Pop(olt, now); ok {
+	if d, ok := p.queues.PopIn(olt, now, p.room(now)); ok {
 		_ = p.dispatch(ctx, d, now)
 	}
 	p.gauges()

@@ -81,6 +81,9 @@ type planner struct {
 	// reconnection is queued once); earlyManual wait for the plan.
 	seenManual  map[string]time.Time
 	earlyManual []streams.NodeRunRequested
+	// pollers is the poller processes' slots per queue class (the
+	// capacity the planner dispatches against: capacity.go).
+	pollers *pollerView
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -196,6 +199,7 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		orphans:       map[string]finish{},
 		lost:          map[string]lostAttempt{},
 		nextAttempt:   map[NodeKey]int{},
+		pollers:       newPollerView(),
 	}
 	if cfg.FirstRunSpread > 0 {
 		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
@@ -289,6 +293,12 @@ func (p *planner) run(ctx context.Context) error {
 		return err
 	}
 	defer stopManual()
+	pollerUpdates := make(chan pollerUpdate, 64)
+	stopPollers, err := p.followPollers(ctx, pollerUpdates)
+	if err != nil {
+		return err
+	}
+	defer stopPollers()
 
 	ticker := time.NewTicker(p.cfg.Tick)
 	defer ticker.Stop()
@@ -324,7 +334,12 @@ func (p *planner) run(ctx context.Context) error {
 				}
 				break
 			}
+			// The slots the ended flights held are free: the most urgent
+			// node of their class on any free OLT takes them now.
+			p.dispatchReady(ctx, p.now())
 			p.endBatch(ctx)
+		case u := <-pollerUpdates:
+			p.pollers.apply(u)
 		case req := <-manuals:
 			if !p.caughtUp || p.initialPending {
 				p.earlyManual = append(p.earlyManual, req)

@@ -1,0 +1,132 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/streams"
+)
+
+// pollerView is what the planner knows of the poller processes: their
+// execution slots per queue class, from the KV bucket facho_pollers (one
+// key per process, rewritten every few seconds, deleted on a clean stop,
+// expiring TTL after its last write when the process dies). Owned by the
+// planner loop.
+type pollerView struct {
+	procs map[string]streams.PollerProcess
+	// ttl is the bucket's TTL: a process not rewritten for that long is
+	// gone even if no deletion was seen (an expiry leaves no marker).
+	ttl time.Duration
+}
+
+func newPollerView() *pollerView { return &pollerView{procs: map[string]streams.PollerProcess{}} }
+
+// pollerUpdate is one change of the bucket: a process's new state, or
+// its key deleted (Gone).
+type pollerUpdate struct {
+	Key  string
+	Proc streams.PollerProcess
+	Gone bool
+}
+
+func (v *pollerView) apply(u pollerUpdate) {
+	if u.Gone {
+		delete(v.procs, u.Key)
+		return
+	}
+	v.procs[u.Key] = u.Proc
+}
+
+// classSlots is the capacity and the running slots per class of the live
+// processes at now. A class no live process reports is absent from
+// capacity (unknown).
+func (v *pollerView) classSlots(now time.Time) (capacity, running map[string]int) {
+	capacity, running = map[string]int{}, map[string]int{}
+	for k, p := range v.procs {
+		if v.ttl > 0 && now.Sub(p.UpdatedAt) > v.ttl {
+			delete(v.procs, k) // expired: the process died
+			continue
+		}
+		for _, s := range p.Pollers {
+			if s.Class == "" {
+				continue // a poller from before classes: its slots' class is unknown
+			}
+			capacity[s.Class]++
+			if s.Status == streams.PollerBusy {
+				running[s.Class]++
+			}
+		}
+	}
+	return capacity, running
+}
+
+// room is the free slots per class the planner may dispatch into now:
+// the class's capacity less its flights (dispatched and not ended),
+// never below 0. A class of unknown capacity is not limited.
+func (p *planner) room(now time.Time) Room {
+	capacity, _ := p.pollers.classSlots(now)
+	r := Room{}
+	for c, n := range capacity {
+		r[c] = max(n-p.queues.InFlightClass(c), 0)
+	}
+	return r
+}
+
+// followPollers watches the facho_pollers bucket and forwards its changes
+// to the loop until ctx ends. Without the bucket the planner dispatches
+// without class limits (logged): capacity unknown.
+func (p *planner) followPollers(ctx context.Context, out chan<- pollerUpdate) (stop func(), err error) {
+	kv, err := p.js.KeyValue(ctx, streams.BucketPollers)
+	if err != nil {
+		p.log.Warn().Err(err).Str("bucket", streams.BucketPollers).Msg("no poller capacity: dispatching without class limits")
+		return func() {}, nil
+	}
+	if st, err := kv.Status(ctx); err == nil {
+		p.pollers.ttl = st.TTL()
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		p.log.Warn().Err(err).Str("bucket", streams.BucketPollers).Msg("no poller capacity: dispatching without class limits")
+		return func() {}, nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var e jetstream.KeyValueEntry
+			var ok bool
+			select {
+			case e, ok = <-w.Updates():
+			case <-wctx.Done():
+				return
+			}
+			if !ok {
+				return
+			}
+			if e == nil {
+				continue // the current values are in
+			}
+			u := pollerUpdate{Key: e.Key()}
+			switch e.Operation() {
+			case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
+				u.Gone = true
+			default:
+				if err := json.Unmarshal(e.Value(), &u.Proc); err != nil {
+					p.log.Debug().Err(err).Str(telemetry.KeyPoller, e.Key()).Msg("poller state not readable: ignored")
+					continue
+				}
+			}
+			select {
+			case out <- u:
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { cancel(); _ = w.Stop(); <-done }, nil
+}
