@@ -43,35 +43,47 @@ func (v *pollerView) apply(u pollerUpdate) {
 
 // classSlots is the capacity and the running slots per class of the live
 // processes at now. A class no live process reports is absent from
-// capacity (unknown).
-func (v *pollerView) classSlots(now time.Time) (capacity, running map[string]int) {
+// capacity (unknown). total is the nodes the processes run at once, each
+// the lesser of its cap (PollerProcess.Workers) and its slots; 0 when no
+// process reports classed slots.
+func (v *pollerView) classSlots(now time.Time) (capacity, running map[string]int, total int) {
 	capacity, running = map[string]int{}, map[string]int{}
 	for k, p := range v.procs {
 		if v.ttl > 0 && now.Sub(p.UpdatedAt) > v.ttl {
 			delete(v.procs, k) // expired: the process died
 			continue
 		}
+		slots := 0
 		for _, s := range p.Pollers {
 			if s.Class == "" {
 				continue // a poller from before classes: its slots' class is unknown
 			}
+			slots++
 			capacity[s.Class]++
 			if s.Status == streams.PollerBusy {
 				running[s.Class]++
 			}
 		}
+		if p.Workers > 0 {
+			slots = min(slots, p.Workers)
+		}
+		total += slots
 	}
-	return capacity, running
+	return capacity, running, total
 }
 
 // room is the free slots per class the planner may dispatch into now:
 // the class's capacity less its flights (dispatched and not ended),
-// never below 0. A class of unknown capacity is not limited.
+// never below 0, and in all the processes' total less every flight. A
+// class of unknown capacity is not limited by its own count.
 func (p *planner) room(now time.Time) Room {
-	capacity, _ := p.pollers.classSlots(now)
+	capacity, _, total := p.pollers.classSlots(now)
 	r := Room{}
 	for c, n := range capacity {
 		r[c] = max(n-p.queues.InFlightClass(c), 0)
+	}
+	if total > 0 {
+		r[RoomTotal] = max(total-p.queues.InFlight(), 0)
 	}
 	return r
 }

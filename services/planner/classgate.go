@@ -1,24 +1,42 @@
 package planner
 
 import (
+	"context"
 	"sort"
 	"time"
 )
 
 // Room is the free slots per queue class the planner may still dispatch
-// into; a class absent from it has no known capacity and no limit.
+// into; a class absent from it has no known capacity and no limit. The
+// key RoomTotal, when present, bounds all classes together (the poller
+// processes' caps on nodes run at once).
 type Room map[string]int
 
-// take uses one slot of class: false when the class is limited and full.
-func (r Room) take(class string) bool {
-	n, limited := r[class]
-	if !limited {
-		return true
-	}
-	if n <= 0 {
+// RoomTotal is the key of Room's bound over every class (no class is
+// named "").
+const RoomTotal = ""
+
+// has tells whether a node of class may be dispatched.
+func (r Room) has(class string) bool {
+	if n, limited := r[RoomTotal]; limited && n <= 0 {
 		return false
 	}
-	r[class] = n - 1
+	n, limited := r[class]
+	return !limited || n > 0
+}
+
+// take uses one slot of class: false when the class (or the total) is
+// limited and full.
+func (r Room) take(class string) bool {
+	if !r.has(class) {
+		return false
+	}
+	if n, limited := r[RoomTotal]; limited {
+		r[RoomTotal] = n - 1
+	}
+	if n, limited := r[class]; limited {
+		r[class] = n - 1
+	}
 	return true
 }
 
@@ -57,7 +75,7 @@ func (q *Queues) PopIn(olt string, now time.Time, room Room) (DueNode, bool) {
 	best := -1
 	for i := range o.waiting {
 		o.waiting[i] = q.aged(o.waiting[i], now)
-		if _, limited := room[classOf(o.waiting[i])]; limited && room[classOf(o.waiting[i])] <= 0 {
+		if !room.has(classOf(o.waiting[i])) {
 			continue
 		}
 		if best < 0 || lessDue(o.waiting[i], o.waiting[best]) {
@@ -119,4 +137,30 @@ func (q *Queues) ReadyIn(now time.Time, room Room) []DueNode {
 		q.start(o, d, now)
 	}
 	return out
+}
+
+// dispatchAll dispatches every free OLT's most urgent node within the
+// room (dispatchReady); inside a batch it only marks the work for the
+// batch's end (flushReady), so a burst of finishes sorts the waiting
+// nodes once.
+func (p *planner) dispatchAll(ctx context.Context, now time.Time) {
+	if p.batching {
+		p.readyPending = true
+		return
+	}
+	p.dispatchReady(ctx, now)
+}
+
+// flushReady runs the dispatch a batch deferred (and, with slots counted,
+// gives every free OLT its chance at the slots its finishes freed), then
+// observes the finish-to-dispatch time of the OLTs those finishes freed.
+func (p *planner) flushReady(ctx context.Context, now time.Time) {
+	p.readyPending = false
+	p.dispatchReady(ctx, now)
+	for _, f := range p.freed {
+		if _, busy := p.queues.Flight(f.OLTID); busy && !f.Published.IsZero() {
+			p.m.finishToDispatch.Observe(max(now.Sub(f.Published), 0).Seconds())
+		}
+	}
+	p.freed = p.freed[:0]
 }

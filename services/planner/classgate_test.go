@@ -147,6 +147,17 @@ func TestRoomAndClassFlights(t *testing.T) {
 				t.Fatalf("ready %v, waiting %d", r, q.Waiting())
 			}
 		}},
+		{"the total bound holds every class", func(t *testing.T, q *Queues) {
+			q.Push(disc)
+			q.Push(DueNode{Key: NodeKey{JobID: "g", OLTID: "olt-c"}, Spec: spec(60, 40), ScheduledAt: t0})
+			r := Room{RoomTotal: 1, streams.ClassDiscovery: 1, streams.ClassPolling: 1}
+			if got := q.ReadyIn(t0, r); len(got) != 1 || got[0].Key != disc.Key || r[RoomTotal] != 0 {
+				t.Fatalf("ready %v, room %v: want only the discovery (most urgent) within a total of 1", got, r)
+			}
+			if _, ok := q.PopIn("olt-c", t0, r); ok {
+				t.Fatal("popped past the total")
+			}
+		}},
 		{"a retry counts in the retry class", func(t *testing.T, q *Queues) {
 			q.Push(retry)
 			if r := q.ReadyIn(t0, Room{streams.ClassDiscovery: 0, streams.ClassRetry: 1}); len(r) != 1 {
@@ -202,22 +213,27 @@ func TestPollerViewClassSlots(t *testing.T) {
 		name              string
 		updates           []pollerUpdate
 		wantCap, wantBusy map[string]int
+		wantTotal         int
 	}{
 		{"two processes add up", []pollerUpdate{
 			{Key: "p1", Proc: streams.PollerProcess{UpdatedAt: t0, Pollers: slots(1, "discovery", "discovery", "polling")}},
 			{Key: "p2", Proc: streams.PollerProcess{UpdatedAt: t0, Pollers: slots(0, "discovery", "polling")}},
-		}, map[string]int{"discovery": 3, "polling": 2}, map[string]int{"discovery": 1}},
+		}, map[string]int{"discovery": 3, "polling": 2}, map[string]int{"discovery": 1}, 5},
+		{"a process's workers cap its share of the total", []pollerUpdate{
+			{Key: "p1", Proc: streams.PollerProcess{UpdatedAt: t0, Workers: 1, Pollers: slots(0, "discovery", "polling", "polling")}},
+			{Key: "p2", Proc: streams.PollerProcess{UpdatedAt: t0, Workers: 5, Pollers: slots(0, "discovery", "polling")}},
+		}, map[string]int{"discovery": 2, "polling": 3}, map[string]int{}, 3},
 		{"a deleted process leaves", []pollerUpdate{
 			{Key: "p1", Proc: streams.PollerProcess{UpdatedAt: t0, Pollers: slots(0, "discovery")}},
 			{Key: "p1", Gone: true},
-		}, map[string]int{}, map[string]int{}},
+		}, map[string]int{}, map[string]int{}, 0},
 		{"an expired process leaves", []pollerUpdate{
 			{Key: "p1", Proc: streams.PollerProcess{UpdatedAt: t0.Add(-time.Minute), Pollers: slots(0, "discovery")}},
 			{Key: "p2", Proc: streams.PollerProcess{UpdatedAt: t0, Pollers: slots(0, "polling")}},
-		}, map[string]int{"polling": 1}, map[string]int{}},
+		}, map[string]int{"polling": 1}, map[string]int{}, 1},
 		{"slots without a class are not capacity", []pollerUpdate{
 			{Key: "p1", Proc: streams.PollerProcess{UpdatedAt: t0, Pollers: slots(1, "", "")}},
-		}, map[string]int{}, map[string]int{}},
+		}, map[string]int{}, map[string]int{}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newPollerView()
@@ -225,9 +241,9 @@ func TestPollerViewClassSlots(t *testing.T) {
 			for _, u := range tc.updates {
 				v.apply(u)
 			}
-			c, b := v.classSlots(t0)
-			if fmt.Sprint(c) != fmt.Sprint(tc.wantCap) || fmt.Sprint(b) != fmt.Sprint(tc.wantBusy) {
-				t.Fatalf("capacity %v busy %v, want %v %v", c, b, tc.wantCap, tc.wantBusy)
+			c, b, total := v.classSlots(t0)
+			if fmt.Sprint(c) != fmt.Sprint(tc.wantCap) || fmt.Sprint(b) != fmt.Sprint(tc.wantBusy) || total != tc.wantTotal {
+				t.Fatalf("capacity %v busy %v total %d, want %v %v %d", c, b, total, tc.wantCap, tc.wantBusy, tc.wantTotal)
 			}
 		})
 	}

@@ -84,6 +84,11 @@ type planner struct {
 	// pollers is the poller processes' slots per queue class (the
 	// capacity the planner dispatches against: capacity.go).
 	pollers *pollerView
+	// readyPending: a slot was freed inside the batch; the batch's end
+	// dispatches every free OLT within the room (dispatchAll). freed are
+	// the finishes that freed them, for the finish-to-dispatch metric.
+	readyPending bool
+	freed        []finish
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -336,7 +341,7 @@ func (p *planner) run(ctx context.Context) error {
 			}
 			// The slots the ended flights held are free: the most urgent
 			// node of their class on any free OLT takes them now.
-			p.dispatchReady(ctx, p.now())
+			p.flushReady(ctx, p.now())
 			p.endBatch(ctx)
 		case u := <-pollerUpdates:
 			p.pollers.apply(u)
@@ -355,7 +360,7 @@ func (p *planner) run(ctx context.Context) error {
 				p.checkStuck(ctx, now)
 				p.queueDue(now)
 				p.beginBatch()
-				p.dispatchReady(ctx, now)
+				p.flushReady(ctx, now)
 				p.endBatch(ctx)
 				p.m.delayed.Set(float64(p.queues.Delayed(now)))
 				p.publishReport(ctx, p.leaderKV, now)

@@ -93,14 +93,14 @@ func (m *sim) step(now time.Time) {
 			if !f.Manual {
 				m.s.Finish(f.Key, f.ScheduledAt, end, "SUCCESS")
 			}
-			if next, ok := m.q.PopIn(olt, end, m.room()); ok {
-				m.dispatch(next, end)
-			}
 			if m.capacity != nil {
-				// The slot freed: any free OLT's node of its class.
+				// The slot freed goes to the most urgent node of any free
+				// OLT, this one's included (the planner's dispatchOLT).
 				for _, d := range m.q.ReadyIn(end, m.room()) {
 					m.dispatch(d, end)
 				}
+			} else if next, ok := m.q.Pop(olt, end); ok {
+				m.dispatch(next, end)
 			}
 		}
 	}
