@@ -277,24 +277,31 @@ func (s *server) getPollerStats(w http.ResponseWriter, r *http.Request) *apiErro
 type pollerCollector struct {
 	s                                                  *server
 	total, busy, free, busyPct, saturated, queue, proc *prometheus.Desc
+	// Per queue class (label class).
+	classTotal, classBusy, classSaturated, classQueue *prometheus.Desc
 }
 
 func newPollerCollector(s *server) *pollerCollector {
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
 	return &pollerCollector{
-		s:         s,
-		total:     d("facho_pollers", "Execution slots of the live poller processes (seed 004's total_pollers)."),
-		busy:      d("facho_pollers_busy", "Pollers running a node now (busy_pollers)."),
-		free:      d("facho_pollers_free", "Pollers free now (free_pollers)."),
-		busyPct:   d("facho_pollers_busy_percentage", "Mean busy percentage of the pollers over their window (busy_percentage), 0..100."),
-		saturated: d("facho_pollers_saturated", "1 when facho_pollers_busy_percentage is above 75 (is_saturated)."),
-		queue:     d("facho_pollers_queue_size", "Nodes waiting (queue_size): the planner's queue report size, else the poller consumers' pending + unacknowledged less the busy pollers."),
-		proc:      d("facho_poller_processes", "Live poller processes (keys of the facho_pollers bucket)."),
+		s:          s,
+		total:      d("facho_pollers", "Execution slots of the live poller processes (seed 004's total_pollers)."),
+		busy:       d("facho_pollers_busy", "Pollers running a node now (busy_pollers)."),
+		free:       d("facho_pollers_free", "Pollers free now (free_pollers)."),
+		busyPct:    d("facho_pollers_busy_percentage", "Mean busy percentage of the pollers over their window (busy_percentage), 0..100."),
+		saturated:  d("facho_pollers_saturated", "1 when facho_pollers_busy_percentage is above 75 (is_saturated)."),
+		queue:      d("facho_pollers_queue_size", "Nodes waiting (queue_size): the planner's queue report size, else the poller consumers' pending + unacknowledged less the busy pollers."),
+		proc:       d("facho_poller_processes", "Live poller processes (keys of the facho_pollers bucket)."),
+		classTotal: prometheus.NewDesc("facho_pollers_class", "Execution slots of the queue class in the live poller processes.", []string{"class"}, nil),
+		classBusy:  prometheus.NewDesc("facho_pollers_class_busy", "Slots of the queue class running a node now.", []string{"class"}, nil),
+		classSaturated: prometheus.NewDesc("facho_pollers_class_saturated",
+			"1 when the queue class is saturated: its slots over 75 % busy, or all busy with a backlog of the class.", []string{"class"}, nil),
+		classQueue: prometheus.NewDesc("facho_pollers_class_queue_size", "The queue class's backlog in the planner's queue report.", []string{"class"}, nil),
 	}
 }
 
 func (c *pollerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.total, c.busy, c.free, c.busyPct, c.saturated, c.queue, c.proc} {
+	for _, d := range []*prometheus.Desc{c.total, c.busy, c.free, c.busyPct, c.saturated, c.queue, c.proc, c.classTotal, c.classBusy, c.classSaturated, c.classQueue} {
 		ch <- d
 	}
 }
@@ -320,6 +327,20 @@ func (c *pollerCollector) Collect(ch chan<- prometheus.Metric) {
 	} {
 		if cm, err := prometheus.NewConstMetric(m.d, prometheus.GaugeValue, m.v); err == nil {
 			ch <- cm
+		}
+	}
+	for class, cs := range st.Classes {
+		sat := 0.0
+		if cs.IsSaturated {
+			sat = 1
+		}
+		for _, m := range []struct {
+			d *prometheus.Desc
+			v float64
+		}{{c.classTotal, float64(cs.TotalPollers)}, {c.classBusy, float64(cs.BusyPollers)}, {c.classSaturated, sat}, {c.classQueue, float64(cs.QueueSize)}} {
+			if cm, err := prometheus.NewConstMetric(m.d, prometheus.GaugeValue, m.v, class); err == nil {
+				ch <- cm
+			}
 		}
 	}
 }
