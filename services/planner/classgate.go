@@ -106,6 +106,9 @@ func (q *Queues) ReadyIn(now time.Time, room Room) []DueNode {
 		i   int
 		d   DueNode
 	}
+	if n, limited := room[RoomTotal]; limited && n <= 0 {
+		return nil // every slot taken: nothing to sort
+	}
 	var cands []cand
 	for olt, o := range q.olts {
 		if o.flight != nil {
@@ -113,6 +116,9 @@ func (q *Queues) ReadyIn(now time.Time, room Room) []DueNode {
 		}
 		for i := range o.waiting {
 			o.waiting[i] = q.aged(o.waiting[i], now)
+			if !room.has(classOf(o.waiting[i])) {
+				continue // its class is full: not a candidate (nor sorted)
+			}
 			cands = append(cands, cand{olt: olt, i: i, d: o.waiting[i]})
 		}
 	}
