@@ -21,19 +21,38 @@ type pollerView struct {
 	// ttl is the bucket's TTL: a process not rewritten for that long is
 	// gone even if no deletion was seen (an expiry leaves no marker).
 	ttl time.Duration
+	// ready: the bucket's current values are in (or it cannot be read).
+	// Until then, for at most pollersWait after the term starts, the
+	// planner dispatches nothing rather than dispatch blind.
+	ready bool
 }
+
+// pollersWait bounds how long a new term holds its dispatches until it has
+// read the pollers' slots.
+const pollersWait = 2 * time.Second
 
 func newPollerView() *pollerView { return &pollerView{procs: map[string]streams.PollerProcess{}} }
 
 // pollerUpdate is one change of the bucket: a process's new state, or
-// its key deleted (Gone).
+// its key deleted (Gone); or, without a Key, the bucket's TTL, or Ready
+// (the current values are in, or the bucket cannot be read).
 type pollerUpdate struct {
-	Key  string
-	Proc streams.PollerProcess
-	Gone bool
+	Key   string
+	Proc  streams.PollerProcess
+	Gone  bool
+	TTL   time.Duration
+	Ready bool
 }
 
 func (v *pollerView) apply(u pollerUpdate) {
+	if u.Ready {
+		v.ready = true
+		return
+	}
+	if u.Key == "" {
+		v.ttl = u.TTL
+		return
+	}
 	if u.Gone {
 		delete(v.procs, u.Key)
 		return
@@ -77,6 +96,9 @@ func (v *pollerView) classSlots(now time.Time) (capacity, running map[string]int
 // never below 0, and in all the processes' total less every flight. A
 // class of unknown capacity is not limited by its own count.
 func (p *planner) room(now time.Time) Room {
+	if !p.pollers.ready && now.Before(p.pollersDeadline) {
+		return Room{RoomTotal: 0} // the slots are being read: hold
+	}
 	capacity, _, total := p.pollers.classSlots(now)
 	r := Room{}
 	for c, n := range capacity {
@@ -89,26 +111,46 @@ func (p *planner) room(now time.Time) Room {
 }
 
 // followPollers watches the facho_pollers bucket and forwards its changes
-// to the loop until ctx ends. Without the bucket the planner dispatches
-// without class limits (logged): capacity unknown.
-func (p *planner) followPollers(ctx context.Context, out chan<- pollerUpdate) (stop func(), err error) {
-	kv, err := p.js.KeyValue(ctx, streams.BucketPollers)
-	if err != nil {
-		p.log.Warn().Err(err).Str("bucket", streams.BucketPollers).Msg("no poller capacity: dispatching without class limits")
-		return func() {}, nil
-	}
-	if st, err := kv.Status(ctx); err == nil {
-		p.pollers.ttl = st.TTL()
-	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		p.log.Warn().Err(err).Str("bucket", streams.BucketPollers).Msg("no poller capacity: dispatching without class limits")
-		return func() {}, nil
-	}
+// to the loop until ctx ends. The watch is opened in the background, so a
+// term's start (the configuration replay, the first plan) does not wait
+// for it; until its first values the capacity is unknown (not limited).
+// Without the bucket the planner dispatches without class limits (logged).
+func (p *planner) followPollers(ctx context.Context, out chan<- pollerUpdate) (stop func()) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		ready := false
+		defer func() {
+			if !ready { // the bucket cannot be read: stop holding dispatches
+				select {
+				case out <- pollerUpdate{Ready: true}:
+				case <-wctx.Done():
+				}
+			}
+		}()
+		kv, err := p.js.KeyValue(wctx, streams.BucketPollers)
+		if err != nil {
+			if wctx.Err() == nil {
+				p.log.Warn().Err(err).Str("bucket", streams.BucketPollers).Msg("no poller capacity: dispatching without class limits")
+			}
+			return
+		}
+		if st, err := kv.Status(wctx); err == nil {
+			select {
+			case out <- pollerUpdate{TTL: st.TTL()}:
+			case <-wctx.Done():
+				return
+			}
+		}
+		w, err := kv.WatchAll(wctx)
+		if err != nil {
+			if wctx.Err() == nil {
+				p.log.Warn().Err(err).Str("bucket", streams.BucketPollers).Msg("no poller capacity: dispatching without class limits")
+			}
+			return
+		}
+		defer func() { _ = w.Stop() }()
 		for {
 			var e jetstream.KeyValueEntry
 			var ok bool
@@ -121,7 +163,13 @@ func (p *planner) followPollers(ctx context.Context, out chan<- pollerUpdate) (s
 				return
 			}
 			if e == nil {
-				continue // the current values are in
+				ready = true
+				select {
+				case out <- pollerUpdate{Ready: true}: // the current values are in
+				case <-wctx.Done():
+					return
+				}
+				continue
 			}
 			u := pollerUpdate{Key: e.Key()}
 			switch e.Operation() {
@@ -140,5 +188,5 @@ func (p *planner) followPollers(ctx context.Context, out chan<- pollerUpdate) (s
 			}
 		}
 	}()
-	return func() { cancel(); _ = w.Stop(); <-done }, nil
+	return func() { cancel(); <-done }
 }

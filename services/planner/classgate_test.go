@@ -237,7 +237,7 @@ func TestPollerViewClassSlots(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newPollerView()
-			v.ttl = 30 * time.Second
+			v.apply(pollerUpdate{TTL: 30 * time.Second})
 			for _, u := range tc.updates {
 				v.apply(u)
 			}

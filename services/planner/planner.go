@@ -89,6 +89,9 @@ type planner struct {
 	// the finishes that freed them, for the finish-to-dispatch metric.
 	readyPending bool
 	freed        []finish
+	// pollersDeadline: until then, a term that has not read the pollers'
+	// slots yet dispatches nothing (capacity.go).
+	pollersDeadline time.Time
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -299,11 +302,8 @@ func (p *planner) run(ctx context.Context) error {
 	}
 	defer stopManual()
 	pollerUpdates := make(chan pollerUpdate, 64)
-	stopPollers, err := p.followPollers(ctx, pollerUpdates)
-	if err != nil {
-		return err
-	}
-	defer stopPollers()
+	p.pollersDeadline = p.now().Add(pollersWait)
+	defer p.followPollers(ctx, pollerUpdates)()
 
 	ticker := time.NewTicker(p.cfg.Tick)
 	defer ticker.Stop()
