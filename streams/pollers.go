@@ -55,6 +55,11 @@ type PollerProcess struct {
 	// scheduled_at counts in tasks_delayed.
 	DelayedAfterSeconds float64       `json:"delayed_after_seconds"`
 	Pollers             []PollerState `json:"pollers"`
+	// Workers is the process's cap on nodes run at once
+	// (FACHO_POLLER_WORKERS; by default the number of its slots): the
+	// planner counts min(workers, slots) of the process as capacity.
+	// Absent (0): a process from before the field, capped by its slots.
+	Workers int `json:"workers,omitempty"`
 }
 
 // PollerState is one execution slot of a poller process: seed 004's

@@ -141,13 +141,16 @@ const QueueKey = "queue"
 type QueueReport struct {
 	GeneratedAt time.Time `json:"generated_at"`
 	Planner     string    `json:"planner"`
-	// Size is the number of due nodes waiting for their OLT; InFlight the
-	// OLTs with a node dispatched and not ended; Planned every node.
+	// Size is the backlog: every due node not started, waiting in the
+	// planner (for its OLT or a slot of its class) or dispatched and not
+	// yet taken by a poller slot; InFlight the OLTs with a node dispatched
+	// and not ended; Planned every node.
 	Size     int `json:"size"`
 	InFlight int `json:"in_flight"`
 	Planned  int `json:"planned"`
 	// IsOverload: more waiting nodes are late by over 5 s than the
-	// planner's overload threshold.
+	// planner's overload threshold, or any class is overloaded (see
+	// ClassQueue.IsOverload).
 	IsOverload bool `json:"is_overload"`
 	// NextNodes are the next 10 to be dispatched, most urgent first.
 	NextNodes []QueuedNode `json:"next_nodes"`
@@ -157,6 +160,46 @@ type QueueReport struct {
 	Delayed      map[string]int            `json:"delayed"`
 	DelayedClass map[string]map[string]int `json:"delayed_by_class"`
 	DelayedOLT   map[string]map[string]int `json:"delayed_by_olt"`
+	// Waiting is the part of Size still in the planner (due, not
+	// dispatched: its OLT busy, or its class without a free slot);
+	// DispatchedWaiting the part dispatched and not yet taken by a poller
+	// slot (dispatched and not ended, less the slots of its class running).
+	// Size = Waiting + DispatchedWaiting.
+	Waiting           int `json:"waiting"`
+	DispatchedWaiting int `json:"dispatched_waiting"`
+	// Classes are the same figures per queue class (discovery, polling,
+	// retry, high_priority); IsOverload is true when any class is
+	// overloaded.
+	Classes map[string]ClassQueue `json:"classes,omitempty"`
+}
+
+// ClassQueue is one queue class in a QueueReport: its backlog and its
+// capacity as the planner dispatches against it.
+type ClassQueue struct {
+	// Size is what is due and not started: Waiting + DispatchedWaiting.
+	Size int `json:"size"`
+	// Waiting: due nodes of the class still in the planner.
+	Waiting int `json:"waiting"`
+	// Dispatched: NodeDue of the class dispatched and not ended;
+	// DispatchedWaiting those of them no poller slot runs yet.
+	Dispatched        int `json:"dispatched"`
+	DispatchedWaiting int `json:"dispatched_waiting"`
+	// Running: slots of the class running a node now (the pollers' BUSY
+	// slots of the class, as the facho_pollers bucket says).
+	Running int `json:"running"`
+	// Capacity: the slots of the class in the live poller processes; null
+	// when no live poller reports the class (capacity unknown: the planner
+	// then dispatches the class without a limit). Free: Capacity less
+	// Dispatched, at least 0 (null when Capacity is).
+	Capacity *int `json:"capacity" jsonschema:"nullable"`
+	Free     *int `json:"free" jsonschema:"nullable"`
+	// Late: waiting nodes of the class late by more than 5 s.
+	Late int `json:"late"`
+	// IsSaturated: every slot of the class is taken (Dispatched >=
+	// Capacity > 0). IsOverload: saturated with a node late by over 5 s
+	// waiting, or more nodes late by over 5 s than the overload threshold.
+	IsSaturated bool `json:"is_saturated"`
+	IsOverload  bool `json:"is_overload"`
 }
 
 // QueuedNode is one waiting node in a QueueReport.

@@ -313,6 +313,20 @@ func TestLegitimateWorkPasses(t *testing.T) {
 		}
 	}
 
+	// planner: watches the pollers' slots (the capacity per queue class).
+	pkv, err := planner.KeyValue(ctx, streams.BucketPollers)
+	must("planner kv "+streams.BucketPollers, err)
+	_, err = pkv.Status(ctx)
+	must("planner kv status "+streams.BucketPollers, err)
+	pw, err := pkv.WatchAll(ctx)
+	must("planner watch "+streams.BucketPollers, err)
+	select {
+	case <-pw.Updates(): // the first value or the end-of-initial marker
+	case <-time.After(bound):
+		t.Fatalf("planner watch %s: nothing within %s", streams.BucketPollers, bound)
+	}
+	must("planner watch stop", pw.Stop())
+
 	// api: reads the persisted schedule and the queue report.
 	for _, bucket := range []string{streams.BucketSchedule, streams.BucketPlannerLeader} {
 		akv, err := api.KeyValue(ctx, bucket)

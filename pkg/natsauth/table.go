@@ -100,6 +100,9 @@ func Table() []Identity {
 			// manual run requests.
 			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamSchedule},
 			Buckets: []string{streams.BucketSchedule, streams.BucketCancel, streams.BucketPlannerLeader},
+			// The pollers' slots per queue class: the capacity it
+			// dispatches against (watched).
+			ReadBuckets: []string{streams.BucketPollers},
 		},
 		{
 			Name:        Poller,

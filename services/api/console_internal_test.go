@@ -249,8 +249,9 @@ func TestConsoleSchedulePages(t *testing.T) {
 	if code, body := r.do(admin, "GET", "/queue", "", "", ""); code != 200 || !strings.Contains(body, "no active planner") {
 		t.Errorf("queue without a planner = %d", code)
 	}
-	// With the planner's report: the next nodes and the delays per class
-	// and per OLT.
+	// With the planner's report: the next nodes, the backlog and the
+	// delays per class and per OLT.
+	four, zero := 4, 0
 	leader, err := r.s.deps.JS.KeyValue(context.Background(), streams.BucketPlannerLeader)
 	if err != nil {
 		t.Fatal(err)
@@ -259,12 +260,16 @@ func TestConsoleSchedulePages(t *testing.T) {
 		NextNodes:    []streams.QueuedNode{{NodeID: "get-serial.olt-a", OLTID: "olt-a", JobID: "get-serial", DueAt: time.Now(), DelaySeconds: 12.5, Priority: 40, Class: "polling"}},
 		Delayed:      map[string]int{"5s": 7, "10s": 3},
 		DelayedClass: map[string]map[string]int{"polling": {"5s": 7, "10s": 3}},
-		DelayedOLT:   map[string]map[string]int{"olt-a": {"5s": 7}}})
+		DelayedOLT:   map[string]map[string]int{"olt-a": {"5s": 7}},
+		Waiting:      5, DispatchedWaiting: 2,
+		Classes: map[string]streams.ClassQueue{
+			"discovery": {Size: 3, Waiting: 1, Dispatched: 4, DispatchedWaiting: 2, Running: 2, Capacity: &four, Free: &zero, Late: 1, IsSaturated: true, IsOverload: true},
+			"polling":   {Size: 4, Waiting: 4, Late: 4}}})
 	if _, err := leader.Put(context.Background(), streams.QueueKey, rep); err != nil {
 		t.Fatal(err)
 	}
 	code, body = r.do(admin, "GET", "/queue", "", "", "")
-	for _, want := range []string{`id="queue-size">7<`, `overloaded`, `get-serial.olt-a`, `<td>polling</td>`, `<a href="/olts/olt-a">olt-a</a>`, "12.5 s"} {
+	for _, want := range []string{`id="queue-size">7<`, `overloaded`, `id="backlog-class"`, `<td>discovery</td><td>3</td><td>1</td>`, `>unknown<`, `<span class="badge b-bad">overloaded</span>`, `get-serial.olt-a`, `<td>polling</td>`, `<a href="/olts/olt-a">olt-a</a>`, "12.5 s"} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("queue page = %d without %s", code, want)
 		}

@@ -125,7 +125,9 @@ func TestQueueReportEndpoint(t *testing.T) {
 	}
 	rep := streams.QueueReport{GeneratedAt: time.Now().UTC(), Planner: "planner-a", Size: 2, IsOverload: true,
 		NextNodes: []streams.QueuedNode{{NodeID: "disc.olt-a", OLTID: "olt-a", JobID: "disc", DueAt: time.Now().UTC(), DelaySeconds: 12.5, Priority: 90, Class: "discovery"}},
-		Delayed:   map[string]int{"5s": 1, "10s": 1, "30s": 0, "1m": 0, "5m": 0, "10m": 0}}
+		Delayed:   map[string]int{"5s": 1, "10s": 1, "30s": 0, "1m": 0, "5m": 0, "10m": 0},
+		Waiting:   1, DispatchedWaiting: 1,
+		Classes: map[string]streams.ClassQueue{"discovery": {Size: 2, Waiting: 1, Dispatched: 1, DispatchedWaiting: 1}}}
 	b, _ := json.Marshal(rep)
 	if _, err := kv.Put(context.Background(), streams.QueueKey, b); err != nil {
 		t.Fatal(err)
@@ -138,7 +140,17 @@ func TestQueueReportEndpoint(t *testing.T) {
 	if n := next[0].(map[string]any); n["node_id"] != "disc.olt-a" || n["delay_seconds"] != 12.5 || n["priority"] != float64(90) || n["due_at"] == nil {
 		t.Fatalf("next node %v", n)
 	}
+	classes, _ := out["classes"].(map[string]any)
+	if d, _ := classes["discovery"].(map[string]any); out["waiting"] != float64(1) || out["dispatched_waiting"] != float64(1) ||
+		d["size"] != float64(2) || d["capacity"] != nil || !hasKey(d, "capacity") {
+		t.Fatalf("backlog per class %v", out)
+	}
 	if d := out["delayed"].(map[string]any); d["10s"] != float64(1) {
 		t.Fatalf("delayed %v", d)
 	}
+}
+
+func hasKey(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
 }

@@ -53,6 +53,25 @@ type pollerStats struct {
 	TotalTasksFailed    int64     `json:"total_tasks_failed"`
 	Processes           int       `json:"processes"`
 	Timestamp           time.Time `json:"timestamp"`
+	// Classes are the same figures per queue class (the slots of the
+	// class); is_saturated above is true when any class is saturated.
+	Classes map[string]classStats `json:"classes"`
+}
+
+// classStats is one queue class's slots in pollerStats.
+type classStats struct {
+	TotalPollers int `json:"total_pollers"`
+	FreePollers  int `json:"free_pollers"`
+	BusyPollers  int `json:"busy_pollers"`
+	// BusyPercentage is the mean of the class's slots' busy_percentage.
+	BusyPercentage float64 `json:"busy_percentage"`
+	// QueueSize is the class's backlog in the planner's queue report
+	// (waiting in the planner plus dispatched and not taken); 0 without
+	// an active planner.
+	QueueSize int `json:"queue_size"`
+	// IsSaturated: busy_percentage above 75, or every slot of the class
+	// busy with a backlog of the class.
+	IsSaturated bool `json:"is_saturated"`
 }
 
 // readPollers returns every live poller process's state, ordered by
@@ -93,10 +112,22 @@ func readPollers(ctx context.Context, js jetstream.JetStream) ([]streams.PollerP
 // summarize builds PollerStats from the processes and the number of
 // NodeDue the poller consumer holds (pending + unacknowledged).
 func summarize(procs []streams.PollerProcess, held int, now time.Time) pollerStats {
-	st := pollerStats{Processes: len(procs), Timestamp: now.UTC()}
+	st := pollerStats{Processes: len(procs), Timestamp: now.UTC(), Classes: map[string]classStats{}}
 	sum := 0.0
+	classSum := map[string]float64{}
 	for _, p := range procs {
 		for _, ps := range p.Pollers {
+			if ps.Class != "" {
+				cs := st.Classes[ps.Class]
+				cs.TotalPollers++
+				if ps.Status == streams.PollerBusy {
+					cs.BusyPollers++
+				} else {
+					cs.FreePollers++
+				}
+				classSum[ps.Class] += ps.BusyPercentage
+				st.Classes[ps.Class] = cs
+			}
 			st.TotalPollers++
 			if ps.Status == streams.PollerBusy {
 				st.BusyPollers++
@@ -114,7 +145,35 @@ func summarize(procs []streams.PollerProcess, held int, now time.Time) pollerSta
 	}
 	st.IsSaturated = st.BusyPercentage > saturatedPercent
 	st.QueueSize = max(held-st.BusyPollers, 0)
+	for c, cs := range st.Classes {
+		cs.BusyPercentage = classSum[c] / float64(cs.TotalPollers)
+		st.Classes[c] = cs
+	}
+	st.classSaturation()
 	return st
+}
+
+// withQueue sets the backlog from the planner's queue report: the total
+// and each class's, and the saturation they imply.
+func (st *pollerStats) withQueue(rep streams.QueueReport) {
+	st.QueueSize = rep.Size
+	for c, q := range rep.Classes {
+		cs := st.Classes[c]
+		cs.QueueSize = q.Size
+		st.Classes[c] = cs
+	}
+	st.classSaturation()
+}
+
+// classSaturation marks each class saturated when its slots are over 75 %
+// busy, or all busy with a backlog of its own, and the whole saturated
+// when any class is (the fullest class decides).
+func (st *pollerStats) classSaturation() {
+	for c, cs := range st.Classes {
+		cs.IsSaturated = cs.BusyPercentage > saturatedPercent || (cs.TotalPollers > 0 && cs.FreePollers == 0 && cs.QueueSize > 0)
+		st.IsSaturated = st.IsSaturated || cs.IsSaturated
+		st.Classes[c] = cs
+	}
 }
 
 // nodeDueHeld is what the poller consumers hold (every queue class's and
@@ -142,23 +201,21 @@ func pollerConsumers() []string {
 	return out
 }
 
-// plannerQueueSize is the size of the active planner's queue report; ok
-// is false when there is none (no active planner, or the bucket is
-// missing).
-func plannerQueueSize(ctx context.Context, js jetstream.JetStream) (size int, ok bool) {
+// plannerQueue is the active planner's queue report; ok is false when
+// there is none (no active planner, or the bucket is missing).
+func plannerQueue(ctx context.Context, js jetstream.JetStream) (r streams.QueueReport, ok bool) {
 	kv, err := js.KeyValue(ctx, streams.BucketPlannerLeader)
 	if err != nil {
-		return 0, false
+		return r, false
 	}
 	e, err := kv.Get(ctx, streams.QueueKey)
 	if err != nil {
-		return 0, false
+		return r, false
 	}
-	var r streams.QueueReport
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return 0, false
+		return r, false
 	}
-	return r.Size, true
+	return r, true
 }
 
 func (s *server) pollersUnavailable(err error) *apiError {
@@ -190,9 +247,9 @@ func (s *server) pollerStatsNow(ctx context.Context) (pollerStats, error) {
 	if err != nil {
 		return pollerStats{}, err
 	}
-	if size, ok := plannerQueueSize(ctx, s.deps.JS); ok {
+	if rep, ok := plannerQueue(ctx, s.deps.JS); ok {
 		st := summarize(procs, 0, s.deps.Now())
-		st.QueueSize = size
+		st.withQueue(rep)
 		return st, nil
 	}
 	held, err := nodeDueHeld(ctx, s.deps.JS)
@@ -220,24 +277,31 @@ func (s *server) getPollerStats(w http.ResponseWriter, r *http.Request) *apiErro
 type pollerCollector struct {
 	s                                                  *server
 	total, busy, free, busyPct, saturated, queue, proc *prometheus.Desc
+	// Per queue class (label class).
+	classTotal, classBusy, classSaturated, classQueue *prometheus.Desc
 }
 
 func newPollerCollector(s *server) *pollerCollector {
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
 	return &pollerCollector{
-		s:         s,
-		total:     d("facho_pollers", "Execution slots of the live poller processes (seed 004's total_pollers)."),
-		busy:      d("facho_pollers_busy", "Pollers running a node now (busy_pollers)."),
-		free:      d("facho_pollers_free", "Pollers free now (free_pollers)."),
-		busyPct:   d("facho_pollers_busy_percentage", "Mean busy percentage of the pollers over their window (busy_percentage), 0..100."),
-		saturated: d("facho_pollers_saturated", "1 when facho_pollers_busy_percentage is above 75 (is_saturated)."),
-		queue:     d("facho_pollers_queue_size", "Nodes waiting (queue_size): the planner's queue report size, else the poller consumers' pending + unacknowledged less the busy pollers."),
-		proc:      d("facho_poller_processes", "Live poller processes (keys of the facho_pollers bucket)."),
+		s:          s,
+		total:      d("facho_pollers", "Execution slots of the live poller processes (seed 004's total_pollers)."),
+		busy:       d("facho_pollers_busy", "Pollers running a node now (busy_pollers)."),
+		free:       d("facho_pollers_free", "Pollers free now (free_pollers)."),
+		busyPct:    d("facho_pollers_busy_percentage", "Mean busy percentage of the pollers over their window (busy_percentage), 0..100."),
+		saturated:  d("facho_pollers_saturated", "1 when facho_pollers_busy_percentage is above 75 (is_saturated)."),
+		queue:      d("facho_pollers_queue_size", "Nodes waiting (queue_size): the planner's queue report size, else the poller consumers' pending + unacknowledged less the busy pollers."),
+		proc:       d("facho_poller_processes", "Live poller processes (keys of the facho_pollers bucket)."),
+		classTotal: prometheus.NewDesc("facho_pollers_class", "Execution slots of the queue class in the live poller processes.", []string{"class"}, nil),
+		classBusy:  prometheus.NewDesc("facho_pollers_class_busy", "Slots of the queue class running a node now.", []string{"class"}, nil),
+		classSaturated: prometheus.NewDesc("facho_pollers_class_saturated",
+			"1 when the queue class is saturated: its slots over 75 % busy, or all busy with a backlog of the class.", []string{"class"}, nil),
+		classQueue: prometheus.NewDesc("facho_pollers_class_queue_size", "The queue class's backlog in the planner's queue report.", []string{"class"}, nil),
 	}
 }
 
 func (c *pollerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.total, c.busy, c.free, c.busyPct, c.saturated, c.queue, c.proc} {
+	for _, d := range []*prometheus.Desc{c.total, c.busy, c.free, c.busyPct, c.saturated, c.queue, c.proc, c.classTotal, c.classBusy, c.classSaturated, c.classQueue} {
 		ch <- d
 	}
 }
@@ -263,6 +327,20 @@ func (c *pollerCollector) Collect(ch chan<- prometheus.Metric) {
 	} {
 		if cm, err := prometheus.NewConstMetric(m.d, prometheus.GaugeValue, m.v); err == nil {
 			ch <- cm
+		}
+	}
+	for class, cs := range st.Classes {
+		sat := 0.0
+		if cs.IsSaturated {
+			sat = 1
+		}
+		for _, m := range []struct {
+			d *prometheus.Desc
+			v float64
+		}{{c.classTotal, float64(cs.TotalPollers)}, {c.classBusy, float64(cs.BusyPollers)}, {c.classSaturated, sat}, {c.classQueue, float64(cs.QueueSize)}} {
+			if cm, err := prometheus.NewConstMetric(m.d, prometheus.GaugeValue, m.v, class); err == nil {
+				ch <- cm
+			}
 		}
 	}
 }

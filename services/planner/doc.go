@@ -25,7 +25,49 @@
 //     polling for the other kinds), the last token of the NodeDue's
 //     subject facho.schedule.due.<olt>.<class>, picking the poller
 //     consumer;
+//   - capacity.go: the poller processes' slots per queue class, followed
+//     in the KV bucket facho_pollers;
+//   - classgate.go: dispatching within each class's free slots (Room,
+//     ReadyIn, PopIn);
+//   - classreport.go: the backlog per class in the queue report and its
+//     gauges;
 //   - planner.go: Run: the leader lease, terms, the loop.
+//
+// Queue classes, end to end: the planner dispatches a node only into a
+// free slot of its class, so a dispatched node never waits in a poller
+// for a slot (and never goes stale there), and a full class holds back
+// neither another class nor another OLT:
+//
+//	facho_pollers KV (each process: its slots, each labelled with a class,
+//	FREE/BUSY; its workers cap)  --watch-->  capacity per class C(c),
+//	total T (sum over processes of min(workers, slots))
+//	flights (dispatched, not ended) per class F(c), in all F
+//	room(c) = C(c) - F(c); room(total) = T - F
+//	due node -> its OLT's queue -> ReadyIn: every waiting node of every
+//	free OLT in seed 004's order (manual, delayed, most delayed,
+//	priority, due time); each OLT takes its first node whose class (and
+//	the total) has room; an OLT whose best node's class is full gives its
+//	next node of a class with room; the rest waits here, in the planner.
+//	terminal event -> the flight's slot is free -> ReadyIn again (once per
+//	batch of finishes): the freed slot goes to the most urgent node of its
+//	class on any free OLT.
+//
+// One node in flight per OLT stays. Capacity unknown (no live poller
+// reports a class, the bucket missing, pollers from before classes): that
+// class is not limited, and the planner dispatches as it did before
+// classes (the node waits in its class's consumer; a poller that takes it
+// too late skips it as stale). A poller that dies: its in-flight runs end
+// (execution.interrupted when its lease expires) and free their flights;
+// its slots stay counted until its key is deleted or not rewritten for
+// the bucket's TTL, so up to its slots' worth of nodes may meanwhile wait
+// in a consumer for a live slot. A class's limit changed: the processes
+// rewrite their slots, the next dispatch uses them; with fewer slots than
+// flights the class dispatches nothing until its flights drop below. N
+// pollers add up; a new leader rebuilds the flights per class from the
+// restored schedule (each restored flight's class from its node's kind,
+// attempt and manual flag) and the capacity from the bucket. Nothing
+// starves inside a class: a waiting node only gets more delayed, and
+// delayed nodes go first.
 //
 // The loop (one goroutine owns all state): configuration events re-plan at
 // once (Scheduler.Sync, audited); every Tick the due nodes move into their

@@ -69,11 +69,11 @@ func (p *planner) queueDue(now time.Time) {
 }
 
 // dispatchReady dispatches the first waiting node of every free OLT, most
-// urgent first. A node whose publish fails goes back to the head of its
+// urgent first, within the free slots of each queue class (ReadyIn). A node whose publish fails goes back to the head of its
 // queue and is retried at the next tick with the same id, so a publish
 // that did land is not doubled.
 func (p *planner) dispatchReady(ctx context.Context, now time.Time) {
-	ready := p.queues.Ready(now)
+	ready := p.queues.ReadyIn(now, p.room(now))
 	for i, d := range ready {
 		if ctx.Err() != nil || p.dispatch(ctx, d, now) != nil {
 			// JetStream is likely unreachable: the rest waits too.
@@ -86,9 +86,18 @@ func (p *planner) dispatchReady(ctx context.Context, now time.Time) {
 	p.gauges()
 }
 
-// dispatchOLT dispatches the next waiting node of one OLT, if it is free.
+// dispatchOLT dispatches the next waiting node of one OLT, if it is free,
+// whose class has a free slot (PopIn).
 func (p *planner) dispatchOLT(ctx context.Context, olt string, now time.Time) {
-	if d, ok := p.queues.Pop(olt, now); ok {
+	room := p.room(now)
+	if len(room) > 0 {
+		// Slots are counted: the freed slot goes to the most urgent node
+		// of any free OLT (seed 004's order), not to this OLT's next one
+		// first; inside a batch, once at its end (classgate.go).
+		p.dispatchAll(ctx, now)
+		return
+	}
+	if d, ok := p.queues.PopIn(olt, now, room); ok {
 		_ = p.dispatch(ctx, d, now)
 	}
 	p.gauges()
@@ -302,6 +311,10 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 	p.completeFlight(ctx, fl, finish{OLTID: f.OLTID, JobID: fl.Key.JobID, ExecutionID: fl.ExecutionID, Status: fl.MasterStatus, End: fl.End})
 	now := p.now()
 	p.dispatchOLT(ctx, f.OLTID, now)
+	if p.readyPending {
+		p.freed = append(p.freed, f) // observed when the batch dispatches
+		return
+	}
 	if _, busy := p.queues.Flight(f.OLTID); busy && !f.Published.IsZero() {
 		p.m.finishToDispatch.Observe(max(now.Sub(f.Published), 0).Seconds())
 	}

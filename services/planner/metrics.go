@@ -28,6 +28,8 @@ type metrics struct {
 	// finishToDispatch: from an execution's terminal event to the dispatch
 	// of its OLT's next waiting node.
 	finishToDispatch prometheus.Histogram
+	// classes: the backlog and capacity per queue class (classreport.go).
+	classes classMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -91,6 +93,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_planner_finish_to_dispatch_seconds", Help: "From an execution's terminal event to the dispatch of its OLT's next waiting node.",
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
 		}),
+	}
+	m.classes = newClassMetrics()
+	for _, c := range m.classes.all() {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register planner metrics: %w", err)
+		}
 	}
 	for _, c := range []prometheus.Collector{m.planned, m.dueEmitted, m.delayed, m.delayedTotal, m.delay, m.configEvents, m.publishErrs,
 		m.queued, m.inFlight, m.stuck, m.aborted, m.retried, m.manual, m.leader, m.late, m.disabled, m.terms, m.disabledOLTs, m.finishToDispatch} {

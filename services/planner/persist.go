@@ -124,6 +124,7 @@ func (p *planner) restoreFlights(r restoredSchedule) {
 				for _, c := range chainOf(f.ExecutionID, n.Spec.Chain) {
 					ids = append(ids, c.ExecutionID)
 				}
+				f.Class = QueueClass(n.Spec.Kind, max(f.Dispatch, 1), f.Manual)
 				p.queues.SetFlight(f, ids)
 				if l, ok := r.lost[f.ExecutionID]; ok {
 					p.lost[f.ExecutionID] = l

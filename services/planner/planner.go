@@ -81,6 +81,17 @@ type planner struct {
 	// reconnection is queued once); earlyManual wait for the plan.
 	seenManual  map[string]time.Time
 	earlyManual []streams.NodeRunRequested
+	// pollers is the poller processes' slots per queue class (the
+	// capacity the planner dispatches against: capacity.go).
+	pollers *pollerView
+	// readyPending: a slot was freed inside the batch; the batch's end
+	// dispatches every free OLT within the room (dispatchAll). freed are
+	// the finishes that freed them, for the finish-to-dispatch metric.
+	readyPending bool
+	freed        []finish
+	// pollersDeadline: until then, a term that has not read the pollers'
+	// slots yet dispatches nothing (capacity.go).
+	pollersDeadline time.Time
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -196,6 +207,7 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		orphans:       map[string]finish{},
 		lost:          map[string]lostAttempt{},
 		nextAttempt:   map[NodeKey]int{},
+		pollers:       newPollerView(),
 	}
 	if cfg.FirstRunSpread > 0 {
 		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
@@ -289,6 +301,9 @@ func (p *planner) run(ctx context.Context) error {
 		return err
 	}
 	defer stopManual()
+	pollerUpdates := make(chan pollerUpdate, 64)
+	p.pollersDeadline = p.now().Add(pollersWait)
+	defer p.followPollers(ctx, pollerUpdates)()
 
 	ticker := time.NewTicker(p.cfg.Tick)
 	defer ticker.Stop()
@@ -324,7 +339,12 @@ func (p *planner) run(ctx context.Context) error {
 				}
 				break
 			}
+			// The slots the ended flights held are free: the most urgent
+			// node of their class on any free OLT takes them now.
+			p.flushReady(ctx, p.now())
 			p.endBatch(ctx)
+		case u := <-pollerUpdates:
+			p.pollers.apply(u)
 		case req := <-manuals:
 			if !p.caughtUp || p.initialPending {
 				p.earlyManual = append(p.earlyManual, req)
@@ -340,7 +360,7 @@ func (p *planner) run(ctx context.Context) error {
 				p.checkStuck(ctx, now)
 				p.queueDue(now)
 				p.beginBatch()
-				p.dispatchReady(ctx, now)
+				p.flushReady(ctx, now)
 				p.endBatch(ctx)
 				p.m.delayed.Set(float64(p.queues.Delayed(now)))
 				p.publishReport(ctx, p.leaderKV, now)

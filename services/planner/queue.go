@@ -8,8 +8,11 @@ import (
 // Flight is the one composite node of an OLT between its dispatch and its
 // execution's terminal event.
 type Flight struct {
-	Key          NodeKey
-	ExecutionID  string
+	Key         NodeKey
+	ExecutionID string
+	// Class is the queue class the node was dispatched in (QueueClass);
+	// the flight holds one slot of it until it ends (see ReadyIn).
+	Class        string
 	ScheduledAt  time.Time
 	DispatchedAt time.Time
 	// Manual marks a manual run: its end does not move the schedule.
@@ -45,12 +48,14 @@ type Queues struct {
 	olts         map[string]*oltQueue
 	waiting      int
 	inFlight     int
+	// classFlights counts the flights per queue class.
+	classFlights map[string]int
 }
 
 // NewQueues returns empty queues; a waiting node counts as delayed once it
 // is late by delayedAfter or more.
 func NewQueues(delayedAfter time.Duration) *Queues {
-	return &Queues{delayedAfter: delayedAfter, olts: map[string]*oltQueue{}}
+	return &Queues{delayedAfter: delayedAfter, olts: map[string]*oltQueue{}, classFlights: map[string]int{}}
 }
 
 // Waiting is the number of due nodes waiting for their OLT.
@@ -104,49 +109,22 @@ func (q *Queues) SetFlight(f Flight, ids []string) {
 	}
 	if o.flight == nil {
 		q.inFlight++
+	} else {
+		q.classFlights[o.flight.Class]--
 	}
+	q.classFlights[f.Class]++
 	o.flight = &f
 }
 
 // Ready takes, on every OLT without a node in flight, its first waiting
 // node (see Pop) and returns them most urgent first.
-func (q *Queues) Ready(now time.Time) []DueNode {
-	var out []DueNode
-	for olt, o := range q.olts {
-		if o.flight != nil || len(o.waiting) == 0 {
-			continue
-		}
-		if d, ok := q.Pop(olt, now); ok {
-			out = append(out, d)
-		}
-	}
-	sortDue(out)
-	return out
-}
+func (q *Queues) Ready(now time.Time) []DueNode { return q.ReadyIn(now, nil) }
 
 // Pop takes the first waiting node of a free OLT: delayed first, the most
 // delayed first, then by priority (discovery 90 before get 40), then by
 // scheduled time and id (seed 004); a manual run goes before all of them.
 // The caller dispatches it and calls Dispatched, or Unpop.
-func (q *Queues) Pop(olt string, now time.Time) (DueNode, bool) {
-	o := q.olts[olt]
-	if o == nil || o.flight != nil || len(o.waiting) == 0 {
-		return DueNode{}, false
-	}
-	best := 0
-	for i := range o.waiting {
-		o.waiting[i] = q.aged(o.waiting[i], now)
-		if lessDue(o.waiting[i], o.waiting[best]) {
-			best = i
-		}
-	}
-	d := o.waiting[best]
-	o.waiting = append(o.waiting[:best], o.waiting[best+1:]...)
-	q.waiting--
-	o.flight = &Flight{Key: d.Key, ScheduledAt: d.ScheduledAt, DispatchedAt: now, Manual: d.Manual, Dispatch: d.Retry + 1}
-	q.inFlight++
-	return d, true
-}
+func (q *Queues) Pop(olt string, now time.Time) (DueNode, bool) { return q.PopIn(olt, now, nil) }
 
 // Dispatched records the execution ids of the node Pop returned: the
 // master's, then its chained nodes'.
@@ -180,6 +158,7 @@ func (q *Queues) Unpop(d DueNode) {
 	if o == nil || o.flight == nil || o.flight.Key != d.Key {
 		return
 	}
+	q.classFlights[o.flight.Class]--
 	o.flight = nil
 	q.inFlight--
 	o.waiting = append([]DueNode{d}, o.waiting...)
@@ -235,6 +214,7 @@ func (q *Queues) Abandon(olt string) (f Flight, done, ok bool) {
 		return Flight{}, false, false
 	}
 	f = *o.flight
+	q.classFlights[f.Class]--
 	o.flight = nil
 	q.inFlight--
 	q.gc(olt, o)

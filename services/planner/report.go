@@ -88,6 +88,9 @@ func overloadAt(planned int) int { return max(10, planned/20) }
 func (p *planner) publishReport(ctx context.Context, leader jetstream.KeyValue, now time.Time) {
 	r := Report(p.queues, p.sched.Len(), now, overloadAt(p.sched.Len()))
 	r.Planner = p.cfg.Instance
+	capacity, running, _ := p.pollers.classSlots(now)
+	AddClasses(&r, p.queues, capacity, running, overloadAt(p.sched.Len()))
+	p.m.classes.set(r)
 	for class, buckets := range r.DelayedClass {
 		for b, n := range buckets {
 			p.m.late.WithLabelValues(class, b).Set(float64(n))

@@ -32,6 +32,21 @@ type sim struct {
 	dispatches []simDispatch
 	count      int
 	countOnly  bool
+	// capacity, when set, is the pollers' slots per queue class: the sim
+	// dispatches within it as the planner does (ReadyIn, PopIn).
+	capacity map[string]int
+}
+
+// room is the free slots per class (nil: no limit).
+func (m *sim) room() Room {
+	if m.capacity == nil {
+		return nil
+	}
+	r := Room{}
+	for c, n := range m.capacity {
+		r[c] = max(n-m.q.InFlightClass(c), 0)
+	}
+	return r
 }
 
 type simDispatch struct {
@@ -78,7 +93,13 @@ func (m *sim) step(now time.Time) {
 			if !f.Manual {
 				m.s.Finish(f.Key, f.ScheduledAt, end, "SUCCESS")
 			}
-			if next, ok := m.q.Pop(olt, end); ok {
+			if m.capacity != nil {
+				// The slot freed goes to the most urgent node of any free
+				// OLT, this one's included (the planner's dispatchOLT).
+				for _, d := range m.q.ReadyIn(end, m.room()) {
+					m.dispatch(d, end)
+				}
+			} else if next, ok := m.q.Pop(olt, end); ok {
 				m.dispatch(next, end)
 			}
 		}
@@ -88,7 +109,7 @@ func (m *sim) step(now time.Time) {
 			m.q.Push(d)
 		}
 	}
-	for _, d := range m.q.Ready(now) {
+	for _, d := range m.q.ReadyIn(now, m.room()) {
 		m.dispatch(d, now)
 	}
 }

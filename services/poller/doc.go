@@ -6,6 +6,13 @@
 // high_priority), each served by as many workers as the class's
 // Config.Classes concurrency, so one class at its limit never holds back
 // another; a node without a timeout gets its class's (ClassLimits). The
+// planner dispatches a class's NodeDue only into a free slot of the class
+// (it follows the slots each process publishes, see Stats below, and
+// counts its dispatches not ended), so a NodeDue normally finds a worker
+// of its class waiting for it; the stale check (2.) stays the safety net
+// for capacity the planner does not know (no poller published yet, a
+// poller from before classes) or a process that died with slots counted.
+// The
 // polling workers also drain the pre-class durable streams.ConsumerPoller
 // (NodeDue published on facho.schedule.due.<olt> before classes).
 //
@@ -84,7 +91,8 @@
 // Stats (stats.go): each execution slot (one per unit of each class's
 // concurrency, labelled with the class) is one of
 // seed 004's pollers, FREE or BUSY while it runs a node under the lease;
-// the process writes their state (streams.PollerProcess) to the KV bucket
+// the process writes their state (streams.PollerProcess, with its
+// Config.Workers cap) to the KV bucket
 // streams.BucketPollers, which the API serves as GET /api/v1/pollers/ and
 // GET /api/v1/pollers/stats/.
 package poller

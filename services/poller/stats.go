@@ -77,6 +77,7 @@ type pollerStats struct {
 	pid          int
 	window       time.Duration
 	delayedAfter time.Duration
+	workers      int // Config.Workers: the process's cap
 
 	mu      sync.Mutex
 	started time.Time
@@ -94,7 +95,7 @@ type pollerStats struct {
 func newPollerStats(cfg Config, reg prometheus.Registerer, now func() time.Time, host string, pid int) (*pollerStats, error) {
 	s := &pollerStats{
 		now: now, process: cfg.PollerID, host: host, pid: pid,
-		window: cfg.StatsWindow, delayedAfter: cfg.DelayedAfter,
+		window: cfg.StatsWindow, delayedAfter: cfg.DelayedAfter, workers: cfg.Workers,
 		started: now(), slots: make([]slotState, cfg.Workers),
 		changed: make(chan struct{}, 1),
 	}
@@ -296,7 +297,7 @@ func (s *pollerStats) snapshot() streams.PollerProcess {
 	out := streams.PollerProcess{
 		ProcessID: s.process, Host: s.host, PID: s.pid, StartedAt: s.started.UTC(), UpdatedAt: now.UTC(),
 		WindowSeconds: now.Sub(b.at).Seconds(), DelayedAfterSeconds: s.delayedAfter.Seconds(),
-		Pollers: make([]streams.PollerState, len(s.slots)),
+		Pollers: make([]streams.PollerState, len(s.slots)), Workers: s.workers,
 	}
 	for i := range s.slots {
 		sl := &s.slots[i]

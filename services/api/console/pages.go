@@ -153,7 +153,7 @@ func (c *Console) pollersPage(w http.ResponseWriter, r *http.Request) {
 			v.Err, _ = res.errMsg()
 		}
 	}
-	v.Data = map[string]any{"Pollers": anySlice(list.Body["pollers"]), "Stats": stats.Body}
+	v.Data = map[string]any{"Pollers": anySlice(list.Body["pollers"]), "Stats": stats.Body, "Classes": sortedKeys(stats.Body["classes"])}
 	c.render(w, http.StatusOK, "pollers", v)
 }
 
@@ -170,7 +170,7 @@ func (c *Console) queuePage(w http.ResponseWriter, r *http.Request) {
 	// The report's delay buckets (cumulative), shortest first.
 	buckets := []string{"5s", "10s", "30s", "1m", "5m", "10m"}
 	v.Data = map[string]any{"Report": res.Body, "Buckets": buckets, "Classes": sortedKeys(res.Body["delayed_by_class"]),
-		"OLTs": sortedKeys(res.Body["delayed_by_olt"])}
+		"OLTs": sortedKeys(res.Body["delayed_by_olt"]), "Backlog": sortedKeys(res.Body["classes"])}
 	c.render(w, http.StatusOK, "queue", v)
 }
 
