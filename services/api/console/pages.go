@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/facho-olt/facho/pkg/telemetry"
 )
 
 // oltView is the data of an OLT page.
@@ -277,9 +279,12 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	tick := time.NewTicker(c.d.LiveInterval)
 	defer tick.Stop()
+	// The stream ends when the client leaves or the server shuts down.
+	live, stop := telemetry.UntilShutdown(r.Context())
+	defer stop()
 	last := ""
 	for n := 0; ; n++ {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(live, 5*time.Second)
 		var fp string
 		err := c.d.DB.QueryRow(ctx, sql, args...).Scan(&fp)
 		if err == nil && strings.HasPrefix(topic, "olt:") {
@@ -289,7 +294,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		}
 		cancel()
 		switch {
-		case r.Context().Err() != nil:
+		case live.Err() != nil:
 			return
 		case err != nil:
 			c.d.Log.Debug().Err(err).Msg("live fingerprint")
@@ -308,7 +313,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 		select {
-		case <-r.Context().Done():
+		case <-live.Done():
 			return
 		case <-tick.C:
 		}
