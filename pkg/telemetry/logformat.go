@@ -57,7 +57,7 @@ func LogWriter(w io.Writer, format string) io.Writer {
 	if ResolveLogFormat(format, w) != LogFormatConsole {
 		return w
 	}
-	return zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !IsTerminal(w)}
+	return zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05", NoColor: !IsTerminal(w)}
 }
 
 // NewLoggerFormat returns a logger in the given format (see LogWriter),

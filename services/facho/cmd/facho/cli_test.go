@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/facho-olt/facho/pkg/natsauth"
+	"github.com/facho-olt/facho/pkg/natsembed"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -254,4 +255,20 @@ func newTestFlagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	return fs
+}
+
+// TestToolsRefuseForeignNATS: a NATS server that answers but holds no Facho
+// streams (someone else's on 4222) is named as such, not "stream not
+// found" later.
+func TestToolsRefuseForeignNATS(t *testing.T) {
+	srv, err := natsembed.Start(natsembed.Config{Port: -1, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), []string{"tail", "-data", t.TempDir(), "--nats", srv.URL()}, func(string) string { return "" }, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "has no Facho streams") || !strings.Contains(err.Error(), srv.URL()) {
+		t.Fatalf("tail against a foreign server: %v", err)
+	}
 }

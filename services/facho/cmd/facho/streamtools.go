@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/streams"
 )
 
 // natsFlags are the connection flags of the stream tools (replay, rebuild,
@@ -131,6 +133,19 @@ func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
 	if err != nil {
 		nc.Close()
 		return nil, nil, err
+	}
+	// A NATS server answers, but is it Facho's? (A nats-server of
+	// something else on 4222 would otherwise fail later with "stream not
+	// found".)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.Stream(ctx, streams.StreamConfig); errors.Is(err, jetstream.ErrStreamNotFound) {
+		nc.Close()
+		hint := ""
+		if !f.hasDev && !f.setByUser("nats", "FACHO_NATS_URL") {
+			hint = fmt.Sprintf(" (no running facho dev in %s: run this in its folder, give -data DIR, or --nats URL)", filepath.Join(*f.dataDir, devInfoFile))
+		}
+		return nil, nil, fmt.Errorf("nats at %s has no Facho streams (no %s)%s", redactAddr(*f.url), streams.StreamConfig, hint)
 	}
 	return nc, js, nil
 }
