@@ -44,7 +44,9 @@ type devBanner struct {
 	IDs                            []string
 	Interval                       int
 	FirstRun                       time.Duration
-	Restarted                      bool // the demo OLTs existed: the schedule resumes
+	Restarted                      bool     // the demo OLTs existed: the schedule resumes
+	Profile                        string   // the vendor profile of the demo OLTs
+	Jobs                           []string // their jobs (every Interval)
 	FirstAdmin, FirstAdminPassword string
 	DataDir                        string
 }
@@ -70,7 +72,15 @@ func (b devBanner) String() string {
 		if b.Restarted {
 			when = "schedule resumes from where it stopped"
 		}
-		fmt.Fprintf(&w, "  demo OLTs      %s, discovery every %ds, %s\n", strings.Join(b.IDs, ", "), b.Interval, when)
+		jobs := "discovery"
+		if len(b.Jobs) > 0 {
+			jobs = strings.Join(b.Jobs, ", ")
+		}
+		profile := ""
+		if b.Profile != "" {
+			profile = " (profile " + b.Profile + ")"
+		}
+		fmt.Fprintf(&w, "  demo OLTs      %s%s, %s every %ds, %s\n", strings.Join(b.IDs, ", "), profile, jobs, b.Interval, when)
 		fmt.Fprintf(&w, "\nList the ONUs of a demo OLT (they appear within a few seconds):\n")
 		fmt.Fprintf(&w, "  curl -s -H 'Authorization: Bearer %s' %s/api/v1/olts/%s/onus\n", b.Token, b.APIURL, b.IDs[0])
 	}

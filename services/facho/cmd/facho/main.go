@@ -186,7 +186,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	shapeText := fs.String("shape", "1x2x16", "simulated OLT shape: SLOTSxPORTSxONUS")
 	simPort := fs.Int("sim-port", 16101, "UDP port of the first simulated OLT (one port each, on 127.0.0.1)")
 	simControl := fs.String("sim-control", "127.0.0.1:8161", "simulator control endpoint (faults, record)")
-	interval := fs.Int("interval", 60, "discovery interval of the demo job, seconds")
+	interval := fs.Int("interval", 60, "interval of the demo OLTs' jobs (the profile's discovery and optical GET), seconds")
 	firstRun := fs.Duration("first-run", 3*time.Second, "delay before a newly planned node first runs (production default 60s)")
 	pollers := fs.Int("pollers", 2, "poller instances")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
@@ -265,14 +265,15 @@ environment:
 		return err
 	}
 	client := &devstack.Client{BaseURL: stack.APIURL, Token: token}
-	// On a restart on the same data folder the demo OLTs exist and the
-	// planner resumes their persisted schedule: no "first run".
-	restarted := len(stack.Fleet.OLTs()) > 0 && client.Do(ctx, "GET", "/api/v1/olts/"+stack.Fleet.OLTs()[0].Name(), nil, nil) == nil
-	ids, err := devstack.ConfigureHuawei(ctx, client, stack.Fleet.OLTs(), devstack.DemoOptions{Community: community, IntervalSeconds: *interval})
+	// The demo OLTs are configured from the vendor profile, as an
+	// operator adds real ones. On a restart on the same data folder they
+	// exist and the planner resumes their persisted schedule.
+	demo, err := devstack.ConfigureProfile(ctx, client, stack.Fleet.OLTs(), devstack.DemoProfile, devstack.DemoOptions{Community: community, IntervalSeconds: *interval})
 	if err != nil {
 		_ = stack.Stop()
 		return fmt.Errorf("configure demo: %w", err)
 	}
+	ids, restarted := demo.OLTs, demo.Existing
 	info := devInfo{PID: os.Getpid(), NATSURL: stack.NATSURL, KeysDir: stack.KeysDir, APIURL: stack.APIURL, DatabaseURL: stack.DBURL}
 	if err := writeDevInfo(*dataDir, info); err != nil {
 		_ = stack.Stop()
@@ -283,7 +284,7 @@ environment:
 		Cmd: selfCommand(), APIURL: stack.APIURL, Token: token, NATSURL: stack.NATSURL, KeysDir: stack.KeysDir,
 		DBURL: redactURL(stack.DBURL), Retention: retention(streamOpts), Metrics: metricsList(stack.Metrics),
 		OLTs: *olts, Shape: *shapeText, SimPort: *simPort, SimControl: *simControl, IDs: ids,
-		Interval: *interval, FirstRun: *firstRun, Restarted: restarted,
+		Interval: *interval, FirstRun: *firstRun, Restarted: restarted, Profile: devstack.DemoProfile, Jobs: demo.Jobs,
 		FirstAdmin: stack.FirstAdmin, FirstAdminPassword: stack.FirstAdminPassword,
 		DataDir: *dataDir,
 	}
