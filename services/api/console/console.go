@@ -154,7 +154,7 @@ func (c *Console) Routes() []Route {
 		Route{Pattern: "GET /queue", Role: auth.Viewer, Summary: "The planner's queue: size, overload, next nodes, delays per class and per OLT", Handler: http.HandlerFunc(c.queuePage)},
 		Route{Pattern: "GET /vendor-profiles/{id}", Role: auth.Viewer, Summary: "A vendor profile: match rules, columns, tuning, default jobs", Handler: http.HandlerFunc(c.vendorProfilePage)},
 	)
-	for _, name := range []string{"brands", "oids", "olts", "jobs", "assignments", "workflows", "vendor-profiles", "users", "quotas", "violations"} {
+	for _, name := range []string{"brands", "oids", "olts", "jobs", "assignments", "workflows", "vendor-profiles", "users", "quotas", "violations", "onus"} {
 		l := c.lists[name]
 		role := auth.Viewer
 		if name == "users" {

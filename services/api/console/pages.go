@@ -44,7 +44,9 @@ func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := c.newView(r, "OLT "+id, "olts")
 	v.Live = "olt:" + id
-	ov := &oltView{OLT: res.Body, Statuses: []string{"", "ONLINE", "OFFLINE", "UNKNOWN"}}
+	// The status filter: the common statuses, then the states vendors
+	// report (profiles decode them into these names).
+	ov := &oltView{OLT: res.Body, Statuses: []string{"", "ONLINE", "OFFLINE", "LOS", "DYING_GASP", "POWER_OFF", "UNKNOWN"}}
 	v.Data = ov
 	if !res.ok() {
 		v.Err, _ = res.errMsg()
