@@ -272,3 +272,25 @@ func TestToolsRefuseForeignNATS(t *testing.T) {
 		t.Fatalf("tail against a foreign server: %v", err)
 	}
 }
+
+// facho dev reads FACHO_LOG_LEVEL and FACHO_LOG_FORMAT like every service:
+// a bad value is refused, naming the variable, before anything starts.
+func TestDevLogVariables(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		wantErr string
+	}{
+		{map[string]string{"FACHO_LOG_LEVEL": "debug", "FACHO_LOG_FORMAT": "console"}, ""},
+		{map[string]string{"FACHO_LOG_LEVEL": "loud"}, "FACHO_LOG_LEVEL"},
+		{map[string]string{"FACHO_LOG_FORMAT": "xml"}, "FACHO_LOG_FORMAT"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"dev", "-check-config"}, func(k string) string { return tc.env[k] }, &out, &errOut)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: error %v, want one naming %s", tc.env, err, tc.wantErr)
+		}
+	}
+}
