@@ -5,6 +5,7 @@
 //	streams/CATALOGUE.md ──> stream names (not variables) ──────┤
 //	docs/configuration.md ──> documented variables ─────────────┴─> both ways equal
 //	README.md, CONTRIBUTING.md, docs/, deploy/ and service READMEs ──> no internal issue or design-document numbers
+//	README.md, CONTRIBUTING.md, docs/ ──> every relative link resolves
 //
 // It has no code of its own: the checks are its tests, which read the
 // repository from the package's folder.
