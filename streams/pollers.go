@@ -27,7 +27,7 @@ func PollersBucketConfig(o Options) jetstream.KeyValueConfig {
 	o = o.WithDefaults()
 	return jetstream.KeyValueConfig{
 		Bucket:      BucketPollers,
-		Description: "poller states: one key per poller process, its execution slots with seed 004's fields",
+		Description: "poller states: one key per poller process, its execution slots with their status and counters",
 		History:     1,
 		TTL:         o.PollersTTL,
 		Storage:     o.Storage,
@@ -111,7 +111,7 @@ func PollersSchema() ([]byte, error) {
 	s.Version = "https://json-schema.org/draft/2020-12/schema"
 	s.ID = jsonschema.ID("https://facho.dev/streams/schemas/" + PollersSchemaFile)
 	s.Title = BucketPollers + " value v1"
-	s.Description = "The state of one poller process and its execution slots (seed 004's pollers), the value of key <process_id> of KV bucket " + BucketPollers + "."
+	s.Description = "The state of one poller process and its execution slots, the value of key <process_id> of KV bucket " + BucketPollers + "."
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("schema of %s: %w", BucketPollers, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/secret"
+	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -19,6 +20,7 @@ const (
 	EnvNATSURL     = "FACHO_NATS_URL"
 	EnvHTTPAddr    = "FACHO_HTTP_ADDR"
 	EnvLogLevel    = "FACHO_LOG_LEVEL"
+	EnvLogFormat   = telemetry.EnvLogFormat
 	EnvDatabaseURL = "DATABASE_URL"
 	EnvPGDataDir   = "FACHO_PG_DATA_DIR"
 	EnvProvision   = "FACHO_PROVISION"
@@ -45,8 +47,10 @@ type Common struct {
 	HTTPAddr string // empty: no telemetry server
 	// PprofAddr serves net/http/pprof on a listener of its own (empty:
 	// off); never on HTTPAddr, which may be reachable by scrapers.
-	PprofAddr   string
-	LogLevel    string
+	PprofAddr string
+	LogLevel  string
+	// LogFormat is json, console or "" (console on a terminal, else json).
+	LogFormat   string
 	DatabaseURL string // may hold a password: never echoed
 	PGDataDir   string
 	// NATS is how the service authenticates to NATS (nkey seed or
@@ -78,6 +82,7 @@ func (b Binary) parse(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.HTTPAddr, "http-addr", env.String(EnvHTTPAddr, b.HTTPAddr), "address of /metrics and /healthz, empty for none ("+EnvHTTPAddr+")")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env.String(EnvPprofAddr, ""), "address of /debug/pprof/ (CPU and heap profiles), empty for none; bind it to localhost ("+EnvPprofAddr+")")
 	fs.StringVar(&c.LogLevel, "log-level", env.String(EnvLogLevel, "info"), "log level: trace, debug, info, warn, error ("+EnvLogLevel+")")
+	fs.StringVar(&c.LogFormat, "log-format", env.String(EnvLogFormat, ""), "log format: json or console; empty: console on a terminal, json otherwise ("+EnvLogFormat+")")
 	fs.BoolVar(&c.CheckConfig, "check-config", false, "validate the configuration and exit")
 	if b.Database != NoDatabase {
 		fs.StringVar(&c.DatabaseURL, "database-url", env.String(EnvDatabaseURL, ""), "PostgreSQL URL ("+EnvDatabaseURL+")")
@@ -115,6 +120,9 @@ func (b Binary) validate(c Common, env *Env) (checked, error) {
 		errs = append(errs, fmt.Errorf("log level: %w", err))
 	}
 	out.level = level
+	if _, err := telemetry.ParseLogFormat(c.LogFormat); err != nil {
+		errs = append(errs, err)
+	}
 	if c.NATSURL == "" {
 		errs = append(errs, errors.New("nats url is empty"))
 	}

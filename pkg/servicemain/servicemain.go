@@ -114,7 +114,7 @@ func (b Binary) Run(ctx context.Context, args []string, getenv func(string) stri
 	if logTo == nil {
 		logTo = stdout
 	}
-	return b.start(ctx, common, checked, telemetry.NewLogger(logTo, b.Name, checked.level))
+	return b.start(ctx, common, checked, telemetry.NewLoggerFormat(logTo, common.LogFormat, b.Name, checked.level))
 }
 
 // Main is a binary's func main: it runs run with the process's arguments,

@@ -104,6 +104,13 @@ func Serve(ctx context.Context, addr string, h http.Handler, ready func(net.Addr
 	}
 	// Timeouts everywhere: a slow or idle client cannot hold a connection.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	// Long-lived responses (server-sent events) end when the shutdown
+	// begins (UntilShutdown), so it does not wait on their clients.
+	stopping := make(chan struct{})
+	srv.BaseContext = func(net.Listener) context.Context {
+		return context.WithValue(context.Background(), shutdownKey{}, (<-chan struct{})(stopping))
+	}
+	srv.RegisterOnShutdown(func() { close(stopping) })
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -123,4 +130,29 @@ func Serve(ctx context.Context, addr string, h http.Handler, ready func(net.Addr
 		return fmt.Errorf("serve %s: %w", addr, err)
 	}
 	return nil
+}
+
+// shutdownKey holds, in a request's context, the channel Serve closes when
+// its shutdown begins.
+type shutdownKey struct{}
+
+// UntilShutdown returns a context that ends with ctx, or as soon as the
+// server serving the request (Serve) begins to shut down. A handler that
+// streams for as long as its client listens (server-sent events) uses it,
+// so a shutdown ends the stream at once instead of waiting for the client
+// to leave. Outside Serve it is ctx with a cancel.
+func UntilShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(ctx)
+	stopping, ok := ctx.Value(shutdownKey{}).(<-chan struct{})
+	if !ok {
+		return out, cancel
+	}
+	go func() {
+		select {
+		case <-stopping:
+			cancel()
+		case <-out.Done():
+		}
+	}()
+	return out, cancel
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/pkg/telemetry"
 )
 
 // sseHeartbeat is how often an idle event stream gets a comment line, so
@@ -44,7 +45,9 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) *apiError 
 		}
 		return rc.Flush()
 	}
-	ctx := r.Context()
+	// The stream ends when the client leaves or the server shuts down.
+	ctx, stop := telemetry.UntilShutdown(r.Context())
+	defer stop()
 	done := make(chan struct{})
 	defer close(done)
 	started := false

@@ -285,7 +285,7 @@ func newPollerCollector(s *server) *pollerCollector {
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
 	return &pollerCollector{
 		s:          s,
-		total:      d("facho_pollers", "Execution slots of the live poller processes (seed 004's total_pollers)."),
+		total:      d("facho_pollers", "Execution slots of the live poller processes (total_pollers)."),
 		busy:       d("facho_pollers_busy", "Pollers running a node now (busy_pollers)."),
 		free:       d("facho_pollers_free", "Pollers free now (free_pollers)."),
 		busyPct:    d("facho_pollers_busy_percentage", "Mean busy percentage of the pollers over their window (busy_percentage), 0..100."),

@@ -86,7 +86,7 @@ func (a *auditor) quotaReadModels() []projection.ReadModel {
 	return []projection.ReadModel{
 		{
 			Name:        ReadModelQuotas,
-			Description: "hourly quota trackers (seed 003 quota_tracker), from NodeDue, execution, OLT and audit events",
+			Description: "hourly quota trackers (quota_tracker), from NodeDue, execution, OLT and audit events",
 			Sources:     quotas,
 			Tables: []projection.Table{
 				{Name: "quota_tracker", Key: []string{"olt_id", "task_type", "period_start"},
@@ -113,7 +113,7 @@ func (a *auditor) quotaReadModels() []projection.ReadModel {
 		},
 		{
 			Name:        ReadModelViolations,
-			Description: "quota violations (seed 003 quota_violations), from the quota_violation notifications",
+			Description: "quota violations (quota_violations), from the quota_violation notifications",
 			Sources:     []projection.Source{violations},
 			Tables: []projection.Table{
 				{Name: "quota_violations", Key: []string{"olt_id", "task_type", "period_start"},

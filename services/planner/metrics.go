@@ -66,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_planner_executions_aborted_total", Help: "Waiting or dispatched runs aborted because their task or OLT left the plan.",
 		}),
 		late: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "facho_planner_queue_late", Help: "Waiting nodes late by more than late_by, per queue class (seed 004 delay buckets).",
+			Name: "facho_planner_queue_late", Help: "Waiting nodes late by more than late_by, per queue class (the queue report's delay buckets).",
 		}, []string{"class", "late_by"}),
 		disabled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "facho_planner_olts_disabled", Help: "OLTs disabled now (by a person or after consecutive failures).",

@@ -112,17 +112,17 @@ func newPollerStats(cfg Config, reg prometheus.Registerer, now func() time.Time,
 	constLabels := prometheus.Labels{"poller_id": cfg.PollerID}
 	s.delayedTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "facho_poller_tasks_delayed_total", ConstLabels: constLabels,
-		Help: "Nodes started later than scheduled_at + FACHO_POLLER_DELAYED_AFTER (seed 004's tasks_delayed).",
+		Help: "Nodes started later than scheduled_at + FACHO_POLLER_DELAYED_AFTER.",
 	})
 	cs := []prometheus.Collector{
 		s.delayedTotal,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "facho_poller_busy_percentage", ConstLabels: constLabels,
-			Help: "Busy share of this process's execution slots over the last FACHO_POLLER_STATS_WINDOW, 0..100 (seed 004's busy_percentage).",
+			Help: "Busy share of this process's execution slots over the last FACHO_POLLER_STATS_WINDOW, 0..100.",
 		}, func() float64 { return s.busyPercentage() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "facho_poller_saturated", ConstLabels: constLabels,
-			Help: "1 when facho_poller_busy_percentage is above 75 (seed 004's is_saturated), else 0.",
+			Help: "1 when facho_poller_busy_percentage is above 75, else 0.",
 		}, func() float64 {
 			if s.busyPercentage() > saturatedPercent {
 				return 1

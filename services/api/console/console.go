@@ -160,7 +160,7 @@ func (c *Console) Routes() []Route {
 		Route{Pattern: "POST /silences", Role: auth.Operator, Summary: "Create a silence", Handler: http.HandlerFunc(c.createSilence)},
 		Route{Pattern: "POST /silences/{id}/delete", Role: auth.Operator, Summary: "Delete a silence", Handler: http.HandlerFunc(c.deleteSilence)},
 	)
-	for _, name := range []string{"brands", "oids", "olts", "jobs", "assignments", "workflows", "vendor-profiles", "users", "quotas", "violations"} {
+	for _, name := range []string{"brands", "oids", "olts", "jobs", "assignments", "workflows", "vendor-profiles", "users", "quotas", "violations", "onus"} {
 		l := c.lists[name]
 		role := auth.Viewer
 		if name == "users" {

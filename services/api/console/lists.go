@@ -110,6 +110,14 @@ func listDefs() map[string]listDef {
 			Cols: []col{{"id", "ID", "", "link"}, {"name", "Name", "", "text"}, {"vendor", "Vendor", "", "text"}, {"index_scheme", "Index scheme", "", "text"},
 				{"fields", "ONU fields", "", "list"}, {"jobs", "Default jobs", "", "list"}, {"verified", "Verified", "", "text"}, {"source", "Source", "", "text"}},
 			Link: func(r map[string]any) string { return "/vendor-profiles/" + url.PathEscape(str(r["id"])) }},
+		"onus": {Title: "ONUs", Singular: "ONU", Path: "/onus", API: "/api/v1/onus", Key: "onus",
+			Cols: []col{{"serial", "Serial", "serial", "link"}, {"olt_id", "OLT", "olt_id", "oltlink"}, {"port_name", "Port", "", "mono"},
+				{"description", "Description", "", "text"}, {"status", "Status", "status", "badge"}, {"rx_power_dbm", "Rx (dBm)", "rx_power_dbm", "text"},
+				{"last_seen", "Last seen", "last_seen", "time"}},
+			Filters: []filter{{Name: "status", Label: "Status", Options: []string{"", "ONLINE", "OFFLINE", "LOS", "DYING_GASP", "POWER_OFF", "UNKNOWN"}}, {Name: "olt_id", Label: "OLT"}},
+			Link: func(r map[string]any) string {
+				return "/olts/" + url.PathEscape(str(r["olt_id"])) + "/onus/" + str(r["pon_index"]) + "/" + str(r["onu_id"])
+			}},
 		"users": {Title: "Users", Singular: "user", Path: "/users", API: "/api/v1/users", Key: "users",
 			Cols: []col{{"username", "Username", "", "text"}, {"role", "Role", "", "badge"}, {"disabled", "Disabled", "", "bool"},
 				{"created_at", "Created", "", "time"}},
@@ -151,8 +159,21 @@ func (c *Console) listHandler(name string) http.Handler {
 		if q.Get("limit") == "" {
 			q.Set("limit", "50")
 		}
-		res := c.call(r.Context(), http.MethodGet, def.API+"?"+q.Encode(), nil)
 		lv := &listView{Def: def, Sort: q.Get("sort")}
+		if name == "onus" {
+			// ONUs are found by serial across every OLT: the search box
+			// is the serial, exact or a prefix ending in *.
+			serial := strings.TrimSpace(q.Get("q"))
+			if serial == "" {
+				v.Msg = "Search ONUs of every OLT by serial: exact (HWTC5F864F61) or a prefix ending in * (HWTC*)."
+				v.Data = lv
+				c.render(w, http.StatusOK, "list", v)
+				return
+			}
+			q.Del("q")
+			q.Set("serial", serial)
+		}
+		res := c.call(r.Context(), http.MethodGet, def.API+"?"+q.Encode(), nil)
 		_, lv.Editable = c.forms[name]
 		lv.Editable = lv.Editable && c.forms[name].Editable
 		lv.CanNew = lv.Editable || name == "assignments" || name == "users"
@@ -184,6 +205,11 @@ func pageOf(r *http.Request, body map[string]any, key string) page {
 		}
 	}
 	p.Total, p.Offset, p.Limit = num(body["total"]), num(body["offset"]), num(body["limit"])
+	if _, paged := body["total"]; !paged {
+		// A list the API answers whole (vendor profiles) has no total:
+		// its total is what it holds.
+		p.Total = max(num(body["count"]), len(p.Rows))
+	}
 	if p.Limit == 0 {
 		p.Limit = len(p.Rows)
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/facho-olt/facho/pkg/telemetry"
 )
 
 // oltView is the data of an OLT page.
@@ -45,7 +47,9 @@ func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := c.newView(r, "OLT "+id, "olts")
 	v.Live = "olt:" + id
-	ov := &oltView{OLT: res.Body, Statuses: []string{"", "ONLINE", "OFFLINE", "UNKNOWN"}}
+	// The status filter: the common statuses, then the states vendors
+	// report (profiles decode them into these names).
+	ov := &oltView{OLT: res.Body, Statuses: []string{"", "ONLINE", "OFFLINE", "LOS", "DYING_GASP", "POWER_OFF", "UNKNOWN"}}
 	v.Data = ov
 	if !res.ok() {
 		v.Err, _ = res.errMsg()
@@ -281,9 +285,12 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	tick := time.NewTicker(c.d.LiveInterval)
 	defer tick.Stop()
+	// The stream ends when the client leaves or the server shuts down.
+	live, stop := telemetry.UntilShutdown(r.Context())
+	defer stop()
 	last := ""
 	for n := 0; ; n++ {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(live, 5*time.Second)
 		var fp string
 		err := c.d.DB.QueryRow(ctx, sql, args...).Scan(&fp)
 		if err == nil && strings.HasPrefix(topic, "olt:") {
@@ -293,7 +300,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		}
 		cancel()
 		switch {
-		case r.Context().Err() != nil:
+		case live.Err() != nil:
 			return
 		case err != nil:
 			c.d.Log.Debug().Err(err).Msg("live fingerprint")
@@ -312,7 +319,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 		select {
-		case <-r.Context().Done():
+		case <-live.Done():
 			return
 		case <-tick.C:
 		}

@@ -213,9 +213,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("bench config: %w", err)
 	}
-	tmp, err := os.MkdirTemp("", "facho-bench-")
+	tmp, err := tempDir()
 	if err != nil {
-		return nil, fmt.Errorf("temporary folder: %w", err)
+		return nil, err
 	}
 	r := &run{cfg: cfg, tmp: tmp, community: "c" + randomHex(12), token: "bench-" + randomHex(16),
 		progress: &progress{w: cfg.Progress, tty: cfg.TTY}}
@@ -696,3 +696,20 @@ func sortedCopy(v []float64) []float64 {
 }
 
 func shapeONUs(s oltsim.Shape) int { return s.Slots * s.PortsPerSlot * s.ONUsPerPort }
+
+// tempDir creates the bench's temporary folder. It is traversable by other
+// users (0711: they may enter, not list it) because, run as root without
+// DATABASE_URL, the private PostgreSQL cluster in it runs as the postgres
+// user, which must reach its data folder; what is inside keeps its own
+// modes (the cluster's folder is the postgres user's, 0700; seeds 0600).
+func tempDir() (string, error) {
+	tmp, err := os.MkdirTemp("", "facho-bench-")
+	if err != nil {
+		return "", fmt.Errorf("temporary folder: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o711); err != nil {
+		_ = os.RemoveAll(tmp)
+		return "", fmt.Errorf("temporary folder %s: %w", tmp, err)
+	}
+	return tmp, nil
+}

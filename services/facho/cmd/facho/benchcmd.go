@@ -12,6 +12,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
+	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/services/facho/bench"
 	"github.com/facho-olt/facho/services/oltsim"
 )
@@ -59,12 +60,16 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if f, ok := stderr.(*os.File); ok {
 		tty = isatty.IsTerminal(f.Fd())
 	}
+	log, err := telemetry.LoggerFromEnv(getenv, stderr, "bench", zerolog.WarnLevel)
+	if err != nil {
+		return err
+	}
 	cfg := bench.Config{
 		OLTs: *olts, Shape: shape, Cycles: *cycles, Interval: *interval, Pollers: *pollers, Workers: *workers,
 		MaxRepetitions: *reps, ProjectorWorkers: *projWorkers, Projectors: *projectors, ProjectorPartitions: *projPartitions, BaselineOLTs: *baselineOLTs, Timeout: *timeout, ProfileSeconds: *profile, ProfileDir: *profileDir, ProfileCycle: *profileCycle,
 		FirstRunSpread: *spread, BurstEveryCycle: *burst,
 		DatabaseURL: getenv("DATABASE_URL"), BinDir: *binDir, Progress: stderr, TTY: tty,
-		Log: zerolog.New(stderr).Level(zerolog.WarnLevel).With().Timestamp().Str("service", "bench").Logger(),
+		Log: log,
 	}
 	res, err := bench.Run(ctx, cfg)
 	if err != nil {

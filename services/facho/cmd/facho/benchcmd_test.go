@@ -13,8 +13,8 @@ func TestBenchUsageAndFlags(t *testing.T) {
 		t.Fatalf("bench -h: %v", err)
 	}
 	for _, flag := range []string{"-olts", "-shape", "-cycles", "-json"} {
-		if !strings.Contains(errOut.String(), flag) {
-			t.Errorf("usage lacks %s:\n%s", flag, errOut.String())
+		if !strings.Contains(out.String(), flag) {
+			t.Errorf("usage lacks %s:\n%s", flag, out.String())
 		}
 	}
 	if err := run(context.Background(), []string{"bench", "-shape", "nope"}, func(string) string { return "" }, &out, &errOut); err == nil {

@@ -199,7 +199,7 @@ func runExport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("export %s: %w", what, err)
 	}
-	err = exportTo(ctx, what, out, *olt, *format, *from, *to, *dbURL, hr, nf, stderr)
+	err = exportTo(ctx, what, out, *olt, *format, *from, *to, nf.databaseURL(*dbURL), hr, nf, stderr)
 	if err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("export %s: stopped: %w", what, ctx.Err()) // a cut file is not a result
 	}

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -30,6 +31,7 @@ import (
 	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/pgboot"
 	"github.com/facho-olt/facho/pkg/secret"
+	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/facho-olt/facho/services/planner"
@@ -60,7 +62,7 @@ commands:
   users add NAME       add a console/API user (--role admin|operator|viewer; password from FACHO_USER_PASSWORD or stdin)
   users list           list the users
   keys rotate          re-seal every OLT community (and webhook secret) under FACHO_SECRET_KEY, opening
-                       with FACHO_SECRET_KEY_OLD: no downtime (see the README)
+                       with FACHO_SECRET_KEY_OLD: no downtime (see docs/operations.md)
   tail                 follow live ONU changes, executions, notifications ([--olt X] [--kind K] [--json])
   profiles             vendor profiles: list | show ID | check FILE [HOST[:PORT]] (validate; walk an agent and
                        print the ONUs Facho would store)
@@ -72,6 +74,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command")
 	}
+	// -h on any command or subcommand (or "help COMMAND") prints its help
+	// and succeeds, before the command checks anything else.
+	if path, ok := helpPath(args); ok {
+		if path == "" {
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
+		return printHelp(ctx, path, getenv, stdout, stderr)
+	}
+	return dispatch(ctx, args, getenv, stdout, stderr)
+}
+
+// dispatch runs the command args name.
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "dev":
 		return runDev(ctx, args[1:], getenv, stdout, stderr)
@@ -112,9 +128,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	case "profiles":
 		return runProfiles(ctx, args[1:], getenv, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
@@ -129,6 +142,7 @@ func envOr(getenv func(string) string, key, def string) string {
 
 func runProvision(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("streams provision", flag.ContinueOnError)
+	fs.SetOutput(stdout)
 	url := fs.String("nats", envOr(getenv, "FACHO_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL (FACHO_NATS_URL)")
 	// With identities on the server, this is the admin's seed.
 	var client natsauth.Client
@@ -172,7 +186,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	shapeText := fs.String("shape", "1x2x16", "simulated OLT shape: SLOTSxPORTSxONUS")
 	simPort := fs.Int("sim-port", 16101, "UDP port of the first simulated OLT (one port each, on 127.0.0.1)")
 	simControl := fs.String("sim-control", "127.0.0.1:8161", "simulator control endpoint (faults, record)")
-	interval := fs.Int("interval", 60, "discovery interval of the demo job, seconds")
+	interval := fs.Int("interval", 60, "interval of the demo OLTs' jobs (the profile's discovery and optical GET), seconds")
 	firstRun := fs.Duration("first-run", 3*time.Second, "delay before a newly planned node first runs (production default 60s)")
 	pollers := fs.Int("pollers", 2, "poller instances")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
@@ -184,6 +198,8 @@ environment:
   DATABASE_URL             Postgres to use; unset or not answering: a private cluster in <data>/pg on -pg-port
   FACHO_API_TOKEN          API bearer token (default %s, local use only)
   FACHO_SECRET_KEY         key sealing SNMP communities (default: <data>/secret.key, created once)
+  FACHO_LOG_LEVEL          trace, debug, info (default), warn, error
+  FACHO_LOG_FORMAT         json or console (default: console on a terminal, json otherwise)
   %s   raw varbinds kept (dev default %s)
   %s   NodeDue kept (dev default %s)
   %s     execution, ONU, audit and dead-letter events kept (dev default %s)
@@ -207,8 +223,12 @@ environment:
 	}
 	token := envOr(getenv, "FACHO_API_TOKEN", DefaultDevToken)
 	community := envOr(getenv, "FACHO_DEMO_COMMUNITY", "public")
-	// Each service tags its own lines; the base logger carries no service key.
-	log := zerolog.New(stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	// Each service tags its own lines; the base logger carries no service
+	// key. FACHO_LOG_LEVEL and FACHO_LOG_FORMAT as in every service.
+	log, err := telemetry.LoggerFromEnv(getenv, stderr, "", zerolog.InfoLevel)
+	if err != nil {
+		return err
+	}
 
 	cfg := devstack.Config{
 		DataDir:        *dataDir,
@@ -245,34 +265,32 @@ environment:
 		return err
 	}
 	client := &devstack.Client{BaseURL: stack.APIURL, Token: token}
-	ids, err := devstack.ConfigureHuawei(ctx, client, stack.Fleet.OLTs(), devstack.DemoOptions{Community: community, IntervalSeconds: *interval})
+	// The demo OLTs are configured from the vendor profile, as an
+	// operator adds real ones. On a restart on the same data folder they
+	// exist and the planner resumes their persisted schedule.
+	demo, err := devstack.ConfigureProfile(ctx, client, stack.Fleet.OLTs(), devstack.DemoProfile, devstack.DemoOptions{Community: community, IntervalSeconds: *interval})
 	if err != nil {
 		_ = stack.Stop()
 		return fmt.Errorf("configure demo: %w", err)
 	}
-	if stack.FirstAdminPassword != "" {
-		// Printed once: only its argon2id hash is stored.
-		fmt.Fprintf(stdout, "\nFirst console admin created: user %q, password %s (shown once; change it or add users with facho users add)\n",
-			stack.FirstAdmin, stack.FirstAdminPassword)
+	ids, restarted := demo.OLTs, demo.Existing
+	info := devInfo{PID: os.Getpid(), NATSURL: stack.NATSURL, KeysDir: stack.KeysDir, APIURL: stack.APIURL, DatabaseURL: stack.DBURL}
+	if err := writeDevInfo(*dataDir, info); err != nil {
+		_ = stack.Stop()
+		return err
 	}
-	fmt.Fprintf(stdout, `
-Facho is running.
-  console        %s/   (log in; API docs at %s/api/docs)
-  API            %s   (token: %s)
-  NATS           nats://127.0.0.1:%d (embedded JetStream; one nkey per service, no anonymous clients:
-                 live events: facho tail --nats nats://127.0.0.1:%d --nats-nkey-seed-file %s)
-  Postgres       %s
-  retention      %s
-  metrics        %s
-  simulator      %d Huawei MA5800 OLTs (%s) on 127.0.0.1:%d..%d, control http://%s
-  demo OLTs      %s, discovery every %ds, first run in %s
-
-List the ONUs of a demo OLT (they appear within a few seconds):
-  curl -s -H 'Authorization: Bearer %s' %s/api/v1/olts/olt-1/onus
-
-Ctrl-C stops everything.
-`, stack.APIURL, stack.APIURL, stack.APIURL, token, *natsPort, *natsPort, natsauth.SeedFile(stack.KeysDir, natsauth.Observer), redactURL(stack.DBURL), retention(streamOpts), metricsList(stack.Metrics), *olts, *shapeText, *simPort, *simPort+*olts-1, *simControl,
-		strings.Join(ids, ", "), *interval, *firstRun, token, stack.APIURL)
+	defer os.Remove(filepath.Join(*dataDir, devInfoFile))
+	b := devBanner{
+		Cmd: selfCommand(), APIURL: stack.APIURL, Token: token, NATSURL: stack.NATSURL, KeysDir: stack.KeysDir,
+		DBURL: redactURL(stack.DBURL), Retention: retention(streamOpts), Metrics: metricsList(stack.Metrics),
+		OLTs: *olts, Shape: *shapeText, SimPort: *simPort, SimControl: *simControl, IDs: ids,
+		Interval: *interval, FirstRun: *firstRun, Restarted: restarted, Profile: devstack.DemoProfile, Jobs: demo.Jobs,
+		FirstAdmin: stack.FirstAdmin, FirstAdminPassword: stack.FirstAdminPassword,
+		DataDir: *dataDir,
+	}
+	// Printed once, after the start-up logs and in one write, so the
+	// password is inside the block rather than among the log lines.
+	fmt.Fprint(stdout, b.String())
 	err = stack.Wait()
 	if ctx.Err() != nil {
 		return nil

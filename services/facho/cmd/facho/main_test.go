@@ -94,9 +94,9 @@ func TestDevHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"dev", "-h"}, func(string) string { return "" }, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"-pg-port", "(default 15432)", "FACHO_VARBINDS_MAX_AGE", "dev default 1h", "FACHO_STREAM_MAX_BYTES", "256MiB"} {
-		if !strings.Contains(errOut.String(), want) {
-			t.Errorf("facho dev -h lacks %q:\n%s", want, errOut.String())
+	for _, want := range []string{"-pg-port", "(default 15432)", "FACHO_VARBINDS_MAX_AGE", "dev default 1h", "FACHO_STREAM_MAX_BYTES", "256MiB", "FACHO_LOG_LEVEL", "FACHO_LOG_FORMAT", "examples:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("facho dev -h lacks %q:\n%s", want, out.String())
 		}
 	}
 }

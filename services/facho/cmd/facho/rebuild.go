@@ -14,6 +14,7 @@ import (
 
 	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/services/auditor"
 	"github.com/facho-olt/facho/services/projector"
 )
@@ -52,7 +53,10 @@ func readModels(log zerolog.Logger, getenv func(string) string) (*projection.Reg
 }
 
 func runRebuild(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	log := cliLogger(getenv, stderr)
+	log, err := cliLogger(getenv, stderr)
+	if err != nil {
+		return err
+	}
 	reg, err := readModels(log, getenv)
 	if err != nil {
 		return err
@@ -97,8 +101,9 @@ func runRebuild(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("rebuild --from: %w", err)
 	}
+	*dbURL = nf.databaseURL(*dbURL)
 	if *dbURL == "" {
-		return fmt.Errorf("rebuild: DATABASE_URL (or --db) is required")
+		return fmt.Errorf("rebuild: DATABASE_URL (or --db) is required (or run it in the folder of a running facho dev)")
 	}
 	pcfg, err := pgxpool.ParseConfig(*dbURL)
 	if err != nil {
@@ -154,11 +159,7 @@ func rebuildGC(getenv func(string) string) (restore func()) {
 }
 
 // cliLogger logs to stderr at FACHO_LOG_LEVEL (default warn: the tools'
-// output is their result).
-func cliLogger(getenv func(string) string, stderr io.Writer) zerolog.Logger {
-	level := zerolog.WarnLevel
-	if l, err := zerolog.ParseLevel(getenv("FACHO_LOG_LEVEL")); err == nil && getenv("FACHO_LOG_LEVEL") != "" {
-		level = l
-	}
-	return zerolog.New(stderr).Level(level).With().Timestamp().Logger()
+// output is their result) in FACHO_LOG_FORMAT (console on a terminal).
+func cliLogger(getenv func(string) string, stderr io.Writer) (zerolog.Logger, error) {
+	return telemetry.LoggerFromEnv(getenv, stderr, "", zerolog.WarnLevel)
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -16,28 +18,97 @@ import (
 
 	"github.com/facho-olt/facho/pkg/natsauth"
 	"github.com/facho-olt/facho/pkg/replay"
+	"github.com/facho-olt/facho/streams"
 )
 
 // natsFlags are the connection flags of the stream tools (replay, rebuild,
 // export, tail): the observer's seed is enough for reading streams.
+//
+// Run in the folder of a running `facho dev` (or given -data DIR), they
+// find it by themselves: whatever the flags and the environment do not
+// say (the NATS URL, the identity's seed, the database) comes from its
+// <data>/dev.json.
 type natsFlags struct {
+	fs       *flag.FlagSet
+	getenv   func(string) string
 	url      *string
 	identity *string
+	dataDir  *string
 	client   natsauth.Client
+	// dev is the facho dev found in dataDir (resolve), if any.
+	dev    devInfo
+	hasDev bool
 }
+
+// defaultNATSURL is dialled when nothing says otherwise.
+const defaultNATSURL = "nats://127.0.0.1:4222"
 
 func addNATSFlags(fs *flag.FlagSet, getenv func(string) string) *natsFlags {
 	f := &natsFlags{
-		url:      fs.String("nats", envOr(getenv, "FACHO_NATS_URL", "nats://127.0.0.1:4222"), "NATS URL (FACHO_NATS_URL)"),
+		fs:       fs,
+		getenv:   getenv,
+		url:      fs.String("nats", envOr(getenv, "FACHO_NATS_URL", defaultNATSURL), "NATS URL (FACHO_NATS_URL; default: the running facho dev's, from <data>/dev.json, else "+defaultNATSURL+")"),
 		identity: fs.String("identity", natsauth.Observer, "NATS identity of the seed (observer: read-only; admin)"),
+		dataDir:  fs.String("data", defaultDataDir, "data folder of a running facho dev, whose dev.json gives the NATS URL, seeds and database the flags do not"),
 	}
 	f.client.RegisterFlags(fs, getenv)
 	return f
 }
 
+// setByUser reports whether the flag was given or its variable is set.
+func (f *natsFlags) setByUser(flagName, env string) bool {
+	if env != "" && f.getenv(env) != "" {
+		return true
+	}
+	set := false
+	f.fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == flagName {
+			set = true
+		}
+	})
+	return set
+}
+
+// resolve fills what the flags and the environment leave unsaid from the
+// running facho dev's dev.json, when there is one.
+func (f *natsFlags) resolve() error {
+	d, ok, err := readDevInfo(*f.dataDir)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil
+	}
+	f.dev, f.hasDev = d, true
+	if !f.setByUser("nats", "FACHO_NATS_URL") {
+		*f.url = d.NATSURL
+	}
+	if !f.client.Authenticated() && d.KeysDir != "" {
+		f.client.NkeySeedFile = d.seedFile(*f.identity)
+	}
+	return nil
+}
+
+// databaseURL is the --db flag's value, else the running facho dev's.
+func (f *natsFlags) databaseURL(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if !f.hasDev {
+		if d, ok, err := readDevInfo(*f.dataDir); err == nil && ok {
+			return d.DatabaseURL
+		}
+		return ""
+	}
+	return f.dev.DatabaseURL
+}
+
 // connect connects as the identity (its inbox prefix is the one its
-// permissions allow).
+// permissions allow). An error names the address dialled.
 func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
+	if err := f.resolve(); err != nil {
+		return nil, nil, err
+	}
 	if err := f.client.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -51,13 +122,30 @@ func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
 	}
 	nc, err := nats.Connect(*f.url, append(opts, nats.Name("facho-cli"))...)
 	if err != nil {
-		// The URL may hold credentials: not quoted.
-		return nil, nil, fmt.Errorf("connect to nats: %w", err)
+		// The URL may hold credentials: named without them.
+		hint := ""
+		if !f.hasDev && !f.setByUser("nats", "FACHO_NATS_URL") {
+			hint = fmt.Sprintf(" (no running facho dev in %s: run this in its folder, give -data DIR, or --nats URL)", filepath.Join(*f.dataDir, devInfoFile))
+		}
+		return nil, nil, fmt.Errorf("connect to nats at %s: %w%s", redactAddr(*f.url), err, hint)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err
+	}
+	// A NATS server answers, but is it Facho's? (A nats-server of
+	// something else on 4222 would otherwise fail later with "stream not
+	// found".)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.Stream(ctx, streams.StreamConfig); errors.Is(err, jetstream.ErrStreamNotFound) {
+		nc.Close()
+		hint := ""
+		if !f.hasDev && !f.setByUser("nats", "FACHO_NATS_URL") {
+			hint = fmt.Sprintf(" (no running facho dev in %s: run this in its folder, give -data DIR, or --nats URL)", filepath.Join(*f.dataDir, devInfoFile))
+		}
+		return nil, nil, fmt.Errorf("nats at %s has no Facho streams (no %s)%s", redactAddr(*f.url), streams.StreamConfig, hint)
 	}
 	return nc, js, nil
 }

@@ -66,7 +66,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.name, "name", "olt", "OLT name prefix (<name>-<i>)")
 	fs.IntVar(&o.maxResponseBytes, "max-response-bytes", 0, "largest response message (0: 65000)")
 	fs.StringVar(&o.httpAddr, "http", "127.0.0.1:8161", "HTTP control address (empty: off)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level")
+	fs.StringVar(&o.logLevel, "log-level", envDefault(getenv, "FACHO_LOG_LEVEL", "info"), "log level: trace, debug, info, warn, error (FACHO_LOG_LEVEL); FACHO_LOG_FORMAT=json|console sets the format (default: console on a terminal)")
 	fs.DurationVar(&o.faults.Latency, "latency", 0, "injected latency per request")
 	fs.DurationVar(&o.faults.Jitter, "jitter", 0, "random extra latency in [0, jitter)")
 	fs.Float64Var(&o.faults.LossPercent, "loss", 0, "percent of requests dropped")
@@ -179,7 +179,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("log level: %w", err)
 	}
-	log := zerolog.New(stderr).Level(lvl).With().Timestamp().Str("service", "oltsim").Logger()
+	out, err := logWriter(stderr, getenv("FACHO_LOG_FORMAT"))
+	if err != nil {
+		return err
+	}
+	log := zerolog.New(out).Level(lvl).With().Timestamp().Str("service", "oltsim").Logger()
 
 	var cfg oltsim.FleetConfig
 	if o.fleet != "" {
@@ -233,4 +237,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = e
 	}
 	return err
+}
+
+// envDefault is the variable's value, else def.
+func envDefault(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// logWriter is stderr in the FACHO_LOG_FORMAT of every Facho process: json,
+// console, or (unset) console on a terminal and JSON elsewhere.
+func logWriter(stderr io.Writer, format string) (io.Writer, error) {
+	switch format {
+	case "json":
+		return stderr, nil
+	case "console":
+	case "":
+		f, ok := stderr.(*os.File)
+		if !ok {
+			return stderr, nil
+		}
+		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+			return stderr, nil
+		}
+	default:
+		return nil, fmt.Errorf("FACHO_LOG_FORMAT %q: want json or console", format)
+	}
+	return zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05"}, nil
 }
