@@ -109,7 +109,7 @@ func (ex *execution) getONUs(ctx context.Context, op snmpOp) error {
 	res := &getResult{onus: len(onus)}
 	ex.get = res
 	if len(onus) == 0 {
-		ex.log.Warn().Msg("get: no discovered ONUs for this OLT yet (a discovery must run first): nothing to read")
+		// Nothing to read: verdict.go makes it a no_onus_known failure.
 		return nil
 	}
 	configured := p.cfg.GetChunk
