@@ -77,6 +77,11 @@ func Table() []Identity {
 			// manual run requests.
 			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamSchedule},
 			Buckets: []string{streams.BucketSchedule, streams.BucketCancel, streams.BucketPlannerLeader},
+			// Whether an OLT has an ONU known to its gets (a get waits
+			// for its OLT's first discovery): the ONU set, the last
+			// discovered event of the OLT.
+			ReadMsgs:    []string{streams.StreamONU},
+			ReadBuckets: []string{streams.BucketOLTSNMP},
 		},
 		{
 			Name:        Poller,

@@ -81,6 +81,10 @@ type planner struct {
 	// reconnection is queued once); earlyManual wait for the plan.
 	seenManual  map[string]time.Time
 	earlyManual []streams.NodeRunRequested
+	// known are the OLTs with an ONU known to their gets, knownChecked
+	// when the others were last looked up (getfirst.go).
+	known        map[string]bool
+	knownChecked map[string]time.Time
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -196,6 +200,8 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		orphans:       map[string]finish{},
 		lost:          map[string]lostAttempt{},
 		nextAttempt:   map[NodeKey]int{},
+		known:         map[string]bool{},
+		knownChecked:  map[string]time.Time{},
 	}
 	if cfg.FirstRunSpread > 0 {
 		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
@@ -228,6 +234,8 @@ func (p *planner) run(ctx context.Context) error {
 		return fmt.Errorf("planner: %w", err)
 	}
 	p.sched.SetRestored(p.restored.nodes)
+	// A get of an OLT with no ONU known waits for its discovery (getfirst.go).
+	p.queues.SetHold(func(d DueNode, now time.Time) bool { return p.holdGet(ctx, d, now) })
 
 	stream, err := p.js.Stream(ctx, streams.StreamConfig)
 	if err != nil {

@@ -142,18 +142,45 @@ func FirstOffset(k NodeKey, interval, max time.Duration) time.Duration {
 // became plannable together (their first runs are spread).
 const burstWindow = time.Minute
 
-// inBurst says whether another node than one that became plannable at
-// since did so within burstWindow of it; sorted holds every node's since
-// (its own included).
-func inBurst(sorted []time.Time, since time.Time) bool {
-	from := sort.Search(len(sorted), func(i int) bool { return !sorted[i].Before(since.Add(-burstWindow)) })
-	n := 0
-	for i := from; i < len(sorted) && !sorted[i].After(since.Add(burstWindow)); i++ {
-		if n++; n > 1 {
+// oltSince is when a node of an OLT became plannable.
+type oltSince struct {
+	at  time.Time
+	olt string
+}
+
+// inBurst says whether a node of another OLT than olt became plannable
+// within burstWindow of since; sorted holds every node's (by time, its own
+// included). The nodes of one OLT coming together (a new OLT with its
+// discovery and its gets) are not a burst: spreading them would put the
+// new OLT's discovery, and so its first readings (a get waits for the
+// discovery, see getfirst.go), up to the spread later.
+func inBurst(sorted []oltSince, since time.Time, olt string) bool {
+	from := sort.Search(len(sorted), func(i int) bool { return !sorted[i].at.Before(since.Add(-burstWindow)) })
+	for i := from; i < len(sorted) && !sorted[i].at.After(since.Add(burstWindow)); i++ {
+		if sorted[i].olt != olt {
 			return true
 		}
 	}
 	return false
+}
+
+// Discoveries says how the discovery nodes of olt stand: has (the OLT has
+// one), firstPending (one has not ended a run yet: never run, waiting,
+// in flight or between retries) and the end and status of the latest
+// run that ended. It looks at every node: called only for a held get.
+func (s *Scheduler) Discoveries(olt string) (has, firstPending bool, lastRun time.Time, lastStatus string) {
+	for k, n := range s.nodes {
+		if k.OLTID != olt || n.Spec.Kind != streams.KindDiscovery {
+			continue
+		}
+		has = true
+		if n.LastRun.IsZero() {
+			firstPending = true
+		} else if n.LastRun.After(lastRun) {
+			lastRun, lastStatus = n.LastRun, n.LastStatus
+		}
+	}
+	return has, firstPending, lastRun, lastStatus
 }
 
 // Len is the number of planned nodes.
@@ -188,11 +215,11 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 	// OLTs, or a script adding OLTs one by one) are spread; a node enabled
 	// alone first runs FirstRunDelay later (seed 003). Since comes from the
 	// stream, so every planner counts the same bursts.
-	sinces := make([]time.Time, 0, len(desired))
-	for _, d := range desired {
-		sinces = append(sinces, d.Since)
+	sinces := make([]oltSince, 0, len(desired))
+	for k, d := range desired {
+		sinces = append(sinces, oltSince{at: d.Since, olt: k.OLTID})
 	}
-	sort.Slice(sinces, func(i, j int) bool { return sinces[i].Before(sinces[j]) })
+	sort.Slice(sinces, func(i, j int) bool { return sinces[i].at.Before(sinces[j].at) })
 	for _, k := range sortedKeys(desired) {
 		d := desired[k]
 		n, ok := s.nodes[k]
@@ -204,7 +231,7 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 				old = n.backoff() // the old incarnation's retry is dropped
 			}
 			first := d.Since.Add(s.firstRunDelay)
-			if inBurst(sinces, d.Since) {
+			if inBurst(sinces, d.Since, k.OLTID) {
 				first = first.Add(FirstOffset(k, d.Spec.Interval(), s.spread))
 			}
 			n = &Node{Key: k, Spec: d.Spec, Since: d.Since, Next: restoreNext(first, d.Spec.Interval(), now)}
