@@ -74,6 +74,11 @@
 //  9. A composite NodeDue (Chain) runs its chained nodes after the master,
 //     in order, under the same lease, each as its own execution; with
 //     StopOnFailure a failure skips the rest; an interruption aborts them.
+//     A chained get right after a discovery of the composite that found
+//     rows, on an OLT with no ONU known yet, waits (Config.ChainONUWait,
+//     folding again every 200 ms) for the projector's first discovered
+//     events instead of failing no_onus_known: a new OLT's workflow reads
+//     its ONUs in its first run.
 //
 // Every event of an attempt carries the lease revision as a fencing token
 // and has the Nats-Msg-Id "<execution_id>:<attempt>:<part>" (part =

@@ -224,6 +224,10 @@ type execution struct {
 	pduRetries *pduRetries
 	// get is what a get read and could not read (getbatch.go).
 	get *getResult
+	// awaitONUs: a chained get right after a discovery of its composite
+	// that found rows waits up to this for the OLT's first known ONUs
+	// (Config.ChainONUWait) instead of failing no_onus_known at once.
+	awaitONUs time.Duration
 
 	// rows buffers the varbinds read until they are published grouped
 	// by row (rows.go).

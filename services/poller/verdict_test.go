@@ -77,3 +77,25 @@ func TestHonestOutcomes(t *testing.T) {
 		t.Errorf("get of known ONUs: %+v, %d varbinds", got.succeeded, got.count)
 	}
 }
+
+// A workflow of a new OLT, discovery then get: the chained get waits for
+// the projector to publish the discovered ONUs (played here by the test,
+// after the discovery's success) and reads them, instead of failing
+// no_onus_known.
+func TestChainedGetWaitsForItsDiscovery(t *testing.T) {
+	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{}))
+	node := e.nodeDue("olt-a", "m", "job-disc")
+	node.Kind = streams.KindDiscovery
+	node.Attempt = 1
+	node.Chain = []streams.ChainedNode{{ExecutionID: "c-get", JobID: "job-get", Kind: streams.KindGet, OIDs: huaweiColumns, TimeoutSeconds: 60}}
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1})
+	e.publishNodeDue(t, node)
+	if ev := e.waitEnded(t, "olt-a", "m", 60*time.Second); len(ev.succeeded) != 1 {
+		t.Fatalf("discovery: %+v", ev)
+	}
+	e.publishDiscovered(t, "olt-a", e.fleet.OLT("olt-a").ONUs())
+	ev := e.waitEnded(t, "olt-a", "c-get", 60*time.Second)
+	if len(ev.succeeded) != 1 || ev.succeeded[0].ONUs != 32 || ev.succeeded[0].Varbinds == 0 {
+		t.Fatalf("chained get: %+v", ev)
+	}
+}
