@@ -86,6 +86,8 @@ type Scheduler struct {
 	// spread bounds the per-node offset of first runs (0: none).
 	spread time.Duration
 	nodes  map[NodeKey]*Node
+	// discoveries indexes the discovery nodes by OLT (Discoveries).
+	discoveries map[string]map[NodeKey]struct{}
 	// restored is the persisted schedule read at start-up, used once by
 	// Sync for nodes of the same incarnation (same Since).
 	restored map[NodeKey]Restored
@@ -117,7 +119,7 @@ func (s *Scheduler) SetRestored(r map[NodeKey]Restored) { s.restored = r }
 // firstRunDelay after it became plannable (no catch-up); a due node counts as
 // delayed once it is late by delayedAfter or more.
 func NewScheduler(firstRunDelay, delayedAfter time.Duration) *Scheduler {
-	return &Scheduler{firstRunDelay: firstRunDelay, delayedAfter: delayedAfter, nodes: map[NodeKey]*Node{}}
+	return &Scheduler{firstRunDelay: firstRunDelay, delayedAfter: delayedAfter, nodes: map[NodeKey]*Node{}, discoveries: map[string]map[NodeKey]struct{}{}}
 }
 
 // SpreadFirstRuns makes the first run of each new node that became
@@ -167,10 +169,11 @@ func inBurst(sorted []oltSince, since time.Time, olt string) bool {
 // Discoveries says how the discovery nodes of olt stand: has (the OLT has
 // one), firstPending (one has not ended a run yet: never run, waiting,
 // in flight or between retries) and the end and status of the latest
-// run that ended. It looks at every node: called only for a held get.
+// run that ended.
 func (s *Scheduler) Discoveries(olt string) (has, firstPending bool, lastRun time.Time, lastStatus string) {
-	for k, n := range s.nodes {
-		if k.OLTID != olt || n.Spec.Kind != streams.KindDiscovery {
+	for k := range s.discoveries[olt] {
+		n := s.nodes[k]
+		if n == nil {
 			continue
 		}
 		has = true
@@ -181,6 +184,24 @@ func (s *Scheduler) Discoveries(olt string) (has, firstPending bool, lastRun tim
 		}
 	}
 	return has, firstPending, lastRun, lastStatus
+}
+
+// indexDiscovery keeps k in the discoveries index when n (nil: removed) is
+// a discovery node, and out of it otherwise.
+func (s *Scheduler) indexDiscovery(k NodeKey, n *Node) {
+	if n != nil && n.Spec.Kind == streams.KindDiscovery {
+		if s.discoveries[k.OLTID] == nil {
+			s.discoveries[k.OLTID] = map[NodeKey]struct{}{}
+		}
+		s.discoveries[k.OLTID][k] = struct{}{}
+		return
+	}
+	if m := s.discoveries[k.OLTID]; m != nil {
+		delete(m, k)
+		if len(m) == 0 {
+			delete(s.discoveries, k.OLTID)
+		}
+	}
 }
 
 // Len is the number of planned nodes.
@@ -209,6 +230,7 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 	for _, k := range removed {
 		n := s.nodes[k]
 		delete(s.nodes, k)
+		s.indexDiscovery(k, nil)
 		changes = append(changes, Change{Kind: streams.AuditTaskRemoved, Key: k, Spec: n.Spec, Next: n.Next, Backoff: n.backoff()})
 	}
 	// Nodes that became plannable in one burst (a job enabled on 1,000
@@ -241,11 +263,13 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 				delete(s.restored, k)
 			}
 			s.nodes[k] = n
+			s.indexDiscovery(k, n)
 			changes = append(changes, Change{Kind: streams.AuditTaskAdded, Key: k, Spec: n.Spec, Next: n.Next, Backoff: old})
 			continue
 		}
 		old := n.Spec.IntervalSeconds
 		n.Spec = d.Spec
+		s.indexDiscovery(k, n) // its job's kind may have changed
 		if old != d.Spec.IntervalSeconds {
 			n.Next = replanInterval(n, now)
 			changes = append(changes, Change{Kind: streams.AuditPlanAdjusted, Key: k, Spec: n.Spec, Next: n.Next, OldInterval: old})
