@@ -195,9 +195,67 @@ type ExecutionFailed struct {
 	// attempt of this execution follows, so the execution has not ended.
 	// Absent (false): this failure ends the execution.
 	Redelivered bool `json:"redelivered,omitempty"`
+	// Cause says why, machine readable: one of the ExecCause* constants
+	// (ExecCauses lists them). Absent in events from before the field
+	// (read them as ExecCauseSNMPError). Error is the operator's text.
+	Cause string `json:"cause,omitempty" jsonschema:"enum=timeout,enum=snmp_error,enum=oid_not_increasing,enum=empty_read,enum=no_onus_known,enum=profile_mismatch,enum=lease_lost,enum=shutdown,enum=config,enum=publish"`
 }
 
 func (ExecutionFailed) EventType() string { return TypeExecutionFailed }
+
+// Causes of an execution.failed (ExecutionFailed.Cause). The first three
+// are the OLT not answering or answering badly; the next three are runs
+// that ended without an SNMP error but read nothing worth a success (they
+// are failures like the others: they count towards the OLT's consecutive
+// failures and the quotas); the last four are Facho's own trouble.
+const (
+	// ExecCauseTimeout: the node's own deadline passed.
+	ExecCauseTimeout = "timeout"
+	// ExecCauseSNMPError: the OLT did not answer, or answered with an
+	// agent error or a malformed message.
+	ExecCauseSNMPError = "snmp_error"
+	// ExecCauseOIDNotIncreasing: a walk got an OID not after the one it
+	// asked from (a broken agent: the walk cannot go on).
+	ExecCauseOIDNotIncreasing = "oid_not_increasing"
+	// ExecCauseEmptyRead: a get read no value at all from ONUs the OLT is
+	// known to have (every OID of every ONU missing or failed).
+	ExecCauseEmptyRead = "empty_read"
+	// ExecCauseNoONUsKnown: a get ran before any discovery of the OLT
+	// found an ONU: it has nothing to read.
+	ExecCauseNoONUsKnown = "no_onus_known"
+	// ExecCauseProfileMismatch: a complete discovery walk found no row in
+	// any of the tables its profile (brand) expects: the OLT answers, but
+	// not these OIDs (a wrong profile, or an OLT without a single ONU).
+	ExecCauseProfileMismatch = "profile_mismatch"
+	// ExecCauseLeaseLost: another holder took the OLT's lease.
+	ExecCauseLeaseLost = "lease_lost"
+	// ExecCauseShutdown: the poller stopped mid-operation (another
+	// attempt follows on another poller).
+	ExecCauseShutdown = "shutdown"
+	// ExecCauseConfig: the NodeDue cannot work (unknown kind, a community
+	// that does not open).
+	ExecCauseConfig = "config"
+	// ExecCausePublish: a varbind batch could not be published (NATS).
+	ExecCausePublish = "publish"
+)
+
+// ExecCauses lists the causes of an execution.failed, in the order above.
+func ExecCauses() []string {
+	return []string{ExecCauseTimeout, ExecCauseSNMPError, ExecCauseOIDNotIncreasing, ExecCauseEmptyRead, ExecCauseNoONUsKnown,
+		ExecCauseProfileMismatch, ExecCauseLeaseLost, ExecCauseShutdown, ExecCauseConfig, ExecCausePublish}
+}
+
+// ExecCauseRead says whether cause is a run that read nothing worth a
+// success (empty_read, no_onus_known, profile_mismatch, oid_not_increasing):
+// the OLT answered, so asking it again the same way soon would read the
+// same; such a failure is not retryable.
+func ExecCauseRead(cause string) bool {
+	switch cause {
+	case ExecCauseEmptyRead, ExecCauseNoONUsKnown, ExecCauseProfileMismatch, ExecCauseOIDNotIncreasing:
+		return true
+	}
+	return false
+}
 
 // ExecutionSkipped: a poller did not run a NodeDue because it came too late
 // (now > ScheduledAt + interval): by then the planner has emitted the node's

@@ -101,8 +101,11 @@ func Table() []Identity {
 			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamSchedule},
 			Buckets: []string{streams.BucketSchedule, streams.BucketCancel, streams.BucketPlannerLeader},
 			// The pollers' slots per queue class: the capacity it
-			// dispatches against (watched).
-			ReadBuckets: []string{streams.BucketPollers},
+			// dispatches against (watched); whether an OLT has an ONU
+			// known to its gets (a get waits for its OLT's first
+			// discovery): the ONU set, the last discovered event of the OLT.
+			ReadMsgs:    []string{streams.StreamONU},
+			ReadBuckets: []string{streams.BucketPollers, streams.BucketOLTSNMP},
 		},
 		{
 			Name:        Poller,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,16 @@ func statusParam(r *http.Request) (string, *apiError) {
 	v := strings.ToUpper(r.URL.Query().Get("status"))
 	if v != "" && !statusRE.MatchString(v) {
 		return "", badField("status", "status must be a status name such as ONLINE")
+	}
+	return v, nil
+}
+
+// causeParam reads the optional cause filter of the executions: one of
+// streams.ExecCauses.
+func causeParam(r *http.Request) (string, *apiError) {
+	v := r.URL.Query().Get("cause")
+	if v != "" && !slices.Contains(streams.ExecCauses(), v) {
+		return "", badField("cause", "cause must be one of %s", strings.Join(streams.ExecCauses(), ", "))
 	}
 	return v, nil
 }
@@ -198,13 +209,19 @@ type executionRow struct {
 	PlacedVarbinds   int            `json:"placed_varbinds"`
 	UnplacedVarbinds int            `json:"unplaced_varbinds"`
 	UnplacedReasons  map[string]int `json:"unplaced_reasons"`
+	// Cause: why the execution failed, machine readable (execution.failed's
+	// cause: timeout, snmp_error, oid_not_increasing, empty_read,
+	// no_onus_known, profile_mismatch, ...); null unless it failed with one.
+	// Error is the operator's text.
+	Cause *string `json:"cause"`
 }
 
 const executionCols = `id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at,
 	finished_at, duration_ms, varbinds, error, updated_at,
 	COALESCE((SELECT p.placed_varbinds FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), 0),
 	COALESCE((SELECT p.unplaced_varbinds FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), 0),
-	COALESCE((SELECT p.unplaced_reasons FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), '{}'::jsonb)`
+	COALESCE((SELECT p.unplaced_reasons FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), '{}'::jsonb),
+	cause`
 
 // listExecutions lists the latest executions, optionally of one OLT, job or
 // status.
@@ -221,6 +238,10 @@ func (s *server) listExecutions(w http.ResponseWriter, r *http.Request) *apiErro
 	if aerr != nil {
 		return aerr
 	}
+	cause, aerr := causeParam(r)
+	if aerr != nil {
+		return aerr
+	}
 	spec := listSpec{From: "executions", Cols: executionCols, Search: []string{"id", "job_id", "olt_id", "error", "poller_id"},
 		Sorts: map[string]string{"scheduled_at": "scheduled_at", "started_at": "started_at", "finished_at": "finished_at",
 			"duration_ms": "duration_ms", "status": "status", "olt_id": "olt_id", "job_id": "job_id"},
@@ -233,6 +254,9 @@ func (s *server) listExecutions(w http.ResponseWriter, r *http.Request) *apiErro
 	}
 	if status != "" {
 		spec.filter("status = $?", status)
+	}
+	if cause != "" {
+		spec.filter("cause = $?", cause)
 	}
 	execs, pi, aerr := listPage[executionRow](s, r, spec)
 	if aerr != nil {

@@ -78,6 +78,9 @@ func failedEntry(at time.Time, ev streams.ExecutionFailed) Entry {
 		Details: map[string]any{"execution_id": ev.ExecutionID, "job_id": ev.JobID, "poller_id": ev.PollerID,
 			"attempt": ev.Attempt, "duration_ms": ev.DurationMS, "error": ev.Error, "retryable": ev.Retryable,
 			"started_at": ev.StartedAt, "finished_at": ev.FinishedAt}}
+	if ev.Cause != "" {
+		e.Details["cause"] = ev.Cause // machine readable (streams.ExecCause*)
+	}
 	if ev.Retryable {
 		e.Level = streams.LevelWarning // another attempt follows
 	}

@@ -55,6 +55,11 @@ type Faults struct {
 	// than this many varbinds, as agents do that time out on large GET
 	// PDUs instead of answering tooBig. 0 = no limit.
 	MaxVarbinds int `json:"max_varbinds" yaml:"max_varbinds"`
+	// OIDNotIncreasing makes the agent answer every GETNEXT and GETBULK
+	// with the OIDs it was asked (each once, value Integer 0) instead of
+	// the next ones, as broken agents do: a walk cannot go on. GETs are
+	// answered normally.
+	OIDNotIncreasing bool `json:"oid_not_increasing" yaml:"oid_not_increasing"`
 }
 
 // Life makes a generated OLT change over time, deterministically from the

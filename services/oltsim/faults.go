@@ -39,6 +39,8 @@ type verdict struct {
 	corrupt   uint64 // random bits choosing how to corrupt
 	// maxVarbinds > 0: a request with more varbinds gets no answer.
 	maxVarbinds int
+	// echoNext: GETNEXT and GETBULK answer the OIDs asked (Faults.OIDNotIncreasing).
+	echoNext bool
 }
 
 // decide draws the fate of a request that arrived at now with inFlight
@@ -69,6 +71,7 @@ func (fs *faultState) decide(now time.Time, inFlight int) verdict {
 	}
 	v.delay = f.Latency
 	v.maxVarbinds = f.MaxVarbinds
+	v.echoNext = f.OIDNotIncreasing
 	if f.Jitter > 0 {
 		v.delay += time.Duration(fs.rng.Int64N(int64(f.Jitter)))
 	}
@@ -100,4 +103,23 @@ func corrupt(resp []byte, bits uint64) []byte {
 		out = append(out, c...)
 	}
 	return out
+}
+
+// echoNext answers a GETNEXT or GETBULK request with the OIDs it asked,
+// each once with the value Integer 0, as a broken agent whose OIDs do not
+// increase does (Faults.OIDNotIncreasing); it returns nil for other
+// requests, which are answered normally.
+func echoNext(r *request) []byte {
+	if r.pdu != pduGetNext && r.pdu != pduGetBulk {
+		return nil
+	}
+	h := headroomFor(r)
+	b := make([]byte, h, h+64+len(r.oids)*48)
+	for _, raw := range r.rawOIDs {
+		b = append(b, tagSequence)
+		b = appendLen(b, len(raw)+3)
+		b = append(b, raw...)
+		b = append(b, tagInteger, 1, 0)
+	}
+	return finish(r, b, h, 0, 0)
 }

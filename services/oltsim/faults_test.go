@@ -115,6 +115,35 @@ func TestMaxVarbinds(t *testing.T) {
 	}
 }
 
+// OIDNotIncreasing: GETNEXT and GETBULK answer the OIDs asked, GET is
+// answered normally; off again, GETNEXT moves on.
+func TestOIDNotIncreasing(t *testing.T) {
+	f := startFleet(t, FleetConfig{OLTs: []OLTConfig{huaweiConfig("hw", 1, 4)}})
+	o := f.OLT("hw")
+	g := client(t, o, "public")
+	const sysDescr, sysObjectID = ".1.3.6.1.2.1.1.1.0", ".1.3.6.1.2.1.1.2.0"
+	o.SetFaults(Faults{OIDNotIncreasing: true})
+	for name, ask := range map[string]func() (*gosnmp.SnmpPacket, error){
+		"getnext": func() (*gosnmp.SnmpPacket, error) { return g.GetNext([]string{sysDescr}) },
+		"getbulk": func() (*gosnmp.SnmpPacket, error) { return g.GetBulk([]string{sysDescr}, 0, 10) },
+	} {
+		pkt, err := ask()
+		if err != nil || pkt.Error != gosnmp.NoError || len(pkt.Variables) != 1 {
+			t.Fatalf("%s: %v %+v", name, err, pkt)
+		}
+		if vb := pkt.Variables[0]; vb.Name != sysDescr || vb.Type != gosnmp.Integer {
+			t.Errorf("%s answered %s, want %s echoed as an Integer", name, pduString(vb), sysDescr)
+		}
+	}
+	if pkt, err := g.Get([]string{sysDescr}); err != nil || pkt.Variables[0].Type != gosnmp.OctetString {
+		t.Errorf("get under the fault: %v %+v", err, pkt)
+	}
+	o.SetFaults(Faults{})
+	if pkt, err := g.GetNext([]string{sysDescr}); err != nil || pkt.Variables[0].Name != sysObjectID {
+		t.Errorf("getnext without the fault: %v %+v", err, pkt)
+	}
+}
+
 func TestSlowdownPerConcurrent(t *testing.T) {
 	c := huaweiConfig("hw", 1, 4)
 	c.Faults = Faults{Latency: 5 * time.Millisecond, SlowdownPerConcurrent: 40 * time.Millisecond}

@@ -35,16 +35,17 @@ type FaultsJSON struct {
 	MaxRPS                int          `json:"max_rps"`
 	MalformedPercent      float64      `json:"malformed_percent"`
 	MaxVarbinds           int          `json:"max_varbinds"`
+	OIDNotIncreasing      bool         `json:"oid_not_increasing"`
 }
 
 func faultsToJSON(f Faults) FaultsJSON {
 	return FaultsJSON{jsonDuration(f.Latency), jsonDuration(f.Jitter), f.LossPercent, f.NoAnswer,
-		jsonDuration(f.SlowdownPerConcurrent), f.MaxRPS, f.MalformedPercent, f.MaxVarbinds}
+		jsonDuration(f.SlowdownPerConcurrent), f.MaxRPS, f.MalformedPercent, f.MaxVarbinds, f.OIDNotIncreasing}
 }
 
 func (j FaultsJSON) faults() Faults {
 	return Faults{time.Duration(j.Latency), time.Duration(j.Jitter), j.LossPercent, j.NoAnswer,
-		time.Duration(j.SlowdownPerConcurrent), j.MaxRPS, j.MalformedPercent, j.MaxVarbinds}
+		time.Duration(j.SlowdownPerConcurrent), j.MaxRPS, j.MalformedPercent, j.MaxVarbinds, j.OIDNotIncreasing}
 }
 
 type jsonDuration time.Duration

@@ -220,6 +220,11 @@ func (o *OLT) handle(bp *[]byte, n int, from netip.AddrPort, inFlight int) {
 		o.rec.end(time.Now(), 0, true)
 		return
 	}
+	if v.echoNext {
+		if echo := echoNext(req); echo != nil {
+			resp = echo
+		}
+	}
 	if v.delay > 0 {
 		t := time.NewTimer(v.delay)
 		select {

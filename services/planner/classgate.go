@@ -75,7 +75,7 @@ func (q *Queues) PopIn(olt string, now time.Time, room Room) (DueNode, bool) {
 	best := -1
 	for i := range o.waiting {
 		o.waiting[i] = q.aged(o.waiting[i], now)
-		if !room.has(classOf(o.waiting[i])) {
+		if !room.has(classOf(o.waiting[i])) || q.held(o.waiting[i], now) {
 			continue
 		}
 		if best < 0 || lessDue(o.waiting[i], o.waiting[best]) {
@@ -118,6 +118,9 @@ func (q *Queues) ReadyIn(now time.Time, room Room) []DueNode {
 			o.waiting[i] = q.aged(o.waiting[i], now)
 			if !room.has(classOf(o.waiting[i])) {
 				continue // its class is full: not a candidate (nor sorted)
+			}
+			if q.held(o.waiting[i], now) {
+				continue // kept in its queue by the hold rule (SetHold)
 			}
 			cands = append(cands, cand{olt: olt, i: i, d: o.waiting[i]})
 		}
@@ -170,3 +173,6 @@ func (p *planner) flushReady(ctx context.Context, now time.Time) {
 	}
 	p.freed = p.freed[:0]
 }
+
+// held tells whether the hold rule (SetHold) keeps d in its queue now.
+func (q *Queues) held(d DueNode, now time.Time) bool { return q.hold != nil && q.hold(d, now) }

@@ -55,6 +55,14 @@ type Config struct {
 	// Instance names this replica as the holder of the leader lease.
 	// Default "planner-" and a random suffix.
 	Instance string
+	// ONUKnownRecheck is how often, at most, the planner looks up whether
+	// an OLT whose get it holds has an ONU known yet (getfirst.go).
+	// Default 1 s.
+	ONUKnownRecheck time.Duration
+	// ONUFoldWait is how long after an OLT's discovery succeeded its gets
+	// still wait for its first ONU to be known (the projector folding the
+	// discovery), when none is known yet. Default 30 s.
+	ONUFoldWait time.Duration
 }
 
 // WithDefaults fills zero fields.
@@ -96,6 +104,12 @@ func (c Config) WithDefaults() Config {
 	if c.Instance == "" {
 		c.Instance = "planner-" + uuid.NewString()[:8]
 	}
+	if c.ONUKnownRecheck == 0 {
+		c.ONUKnownRecheck = time.Second
+	}
+	if c.ONUFoldWait == 0 {
+		c.ONUFoldWait = 30 * time.Second
+	}
 	return c
 }
 
@@ -105,6 +119,12 @@ func (c Config) Validate() error {
 	if c.Tick < time.Millisecond || c.Tick > time.Second {
 		// Above one second the planner would not react to changes within 1 s.
 		errs = append(errs, fmt.Errorf("tick %s: want 1ms..1s", c.Tick))
+	}
+	if c.ONUKnownRecheck < time.Millisecond || c.ONUKnownRecheck > time.Minute {
+		errs = append(errs, fmt.Errorf("onu known recheck %s: want 1ms..1m", c.ONUKnownRecheck))
+	}
+	if c.ONUFoldWait < 0 {
+		errs = append(errs, fmt.Errorf("onu fold wait %s: want >= 0", c.ONUFoldWait))
 	}
 	if c.FirstRunDelay < 0 {
 		errs = append(errs, fmt.Errorf("first run delay %s: want >= 0", c.FirstRunDelay))

@@ -76,6 +76,7 @@ func (p *planner) oltTransition(ctx context.Context, olt string, was, is bool) {
 			Message: fmt.Sprintf("OLT %s enabled; its failure count is reset", olt)},
 			streams.MsgID("audit", "planner", streams.AuditOLTEnabled, olt, p.lastSeq))
 	case was && !is:
+		p.forgetONUs(olt)
 		p.publishAudit(ctx, streams.AuditEvent{OLTID: olt, Kind: streams.AuditOLTDisabled, Level: streams.LevelWarning,
 			Message: fmt.Sprintf("OLT %s disabled by configuration", olt), Details: map[string]any{"reason": "disabled by configuration", "automatic": false}},
 			streams.MsgID("audit", "planner", streams.AuditOLTDisabled, olt, p.lastSeq))

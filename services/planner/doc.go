@@ -18,6 +18,7 @@
 //   - persist.go: the persisted schedule (KV facho_schedule), written
 //     after each step, restored by a new term;
 //   - disable.go: consecutive failures per OLT and the auto-disable;
+//   - getfirst.go: a get waits for its OLT's first known ONU (below);
 //   - manual.go: manual runs (node.run_requested from the API);
 //   - report.go: the queue report (KV facho_planner_leader, key queue);
 //   - class.go: the queue class of a dispatch (seed 001: high_priority for
@@ -77,6 +78,31 @@
 // next waiting node at once (a few ms, not the poller's 1 s busy NAK loop,
 // which stays as the safety net). A composite's flight ends with the last
 // of its executions; its next run counts from that end.
+//
+// A new OLT's first readings: a get reads the ONUs its OLT's discoveries
+// found, so a get run before any is known reads nothing (it fails
+// no_onus_known). The rule: while an OLT has no ONU known (its ONU set in
+// facho_olt_snmp, or a discovered event in FACHO_ONU) and one is coming
+// (the OLT has a discovery node whose first run has not ended, or whose
+// last run succeeded less than Config.ONUFoldWait ago), its get nodes are
+// held in its queue (Queues.SetHold): its other nodes, the discovery
+// first, go ahead; the get is dispatched at the first tick after the
+// first ONU is known (looked up at most every Config.ONUKnownRecheck),
+// that is right after the discovery succeeded and the projector folded
+// it. A hold never lasts more than the get's interval past its scheduled
+// time, a manual run is never held, and an OLT without a discovery node,
+// or whose discovery failed, holds nothing (its gets fail visibly). The
+// nodes of one OLT that become plannable together (a new OLT and its
+// jobs) are no burst: their first runs are not spread, so a new OLT's
+// discovery runs FirstRunDelay after it is added and its first Rx
+// readings follow within the first minute or so.
+//
+// Failures that are not retried: a failed execution whose cause says the
+// OLT answered but read nothing worth a success (oid_not_increasing,
+// empty_read, no_onus_known, profile_mismatch: streams.ExecCauseRead)
+// ends its flight at once (no retry with backoff: the OLT would answer
+// the same); it counts towards the OLT's consecutive failures like any
+// other, and the node's next run is its end + interval.
 //
 // Restart and fail-over: replicas compete for a KV leader lease; the holder
 // runs a term: it replays the configuration, restores the persisted

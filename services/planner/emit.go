@@ -294,6 +294,9 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 			Str("status", f.Status).Msg("end of an earlier dispatch of the execution in flight: ignored")
 		return
 	}
+	if f.NoRetry {
+		p.queues.MarkNoRetry(f.OLTID, f.ExecutionID)
+	}
 	fl, done, ok := p.queues.Finish(f.OLTID, f.ExecutionID, f.Status, f.End)
 	if !ok {
 		p.log.Debug().Str(telemetry.KeyOLT, f.OLTID).Str(telemetry.KeyExecution, f.ExecutionID).Str("status", f.Status).Msg("terminal event of no flight")
@@ -308,7 +311,7 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 	if !done {
 		return
 	}
-	p.completeFlight(ctx, fl, finish{OLTID: f.OLTID, JobID: fl.Key.JobID, ExecutionID: fl.ExecutionID, Status: fl.MasterStatus, End: fl.End})
+	p.completeFlight(ctx, fl, finish{OLTID: f.OLTID, JobID: fl.Key.JobID, ExecutionID: fl.ExecutionID, Status: fl.MasterStatus, End: fl.End, NoRetry: fl.MasterNoRetry})
 	now := p.now()
 	p.dispatchOLT(ctx, f.OLTID, now)
 	if p.readyPending {
@@ -355,7 +358,10 @@ func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
 			f.End = la.At
 		}
 	}
-	retry := f.Status == statusFailed || (lost && f.Status == statusInterrupted)
+	// A failure the poller judged not worth a retry (the OLT answered but
+	// read nothing worth a success) is not retried: the next run is at
+	// end + interval, and it counts as a failure like the others.
+	retry := (f.Status == statusFailed && !f.NoRetry) || (lost && f.Status == statusInterrupted)
 	if n, ok := p.sched.Node(fl.Key); ok && retry && n.Attempts < n.Spec.MaxRetries {
 		at := f.End.Add(p.cfg.retryDelay(n.Spec, n.Attempts+1)).Truncate(time.Millisecond)
 		p.sched.Retry(fl.Key, fl.ScheduledAt, at)

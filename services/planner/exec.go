@@ -39,6 +39,10 @@ type finish struct {
 	// aborted, or a skipped published before the field). Of a skipped it
 	// is the skipped NodeDue's attempt (the dispatch's number).
 	Attempt int
+	// NoRetry: a failure with a cause not worth a retry (the OLT answered
+	// but the run read nothing worth a success: streams.ExecCauseRead).
+	// It counts as a failure; the node's next run is end + interval.
+	NoRetry bool
 	// Lost marks an attempt interrupted because its poller died (its
 	// lease expired: execution.interrupted without cancelled). It does
 	// not end the execution: the NodeDue is redelivered and a later
@@ -84,6 +88,7 @@ func decodeFinish(data []byte) (f finish, ok bool, err error) {
 			return f, false, nil
 		}
 		f.OLTID, f.JobID, f.ExecutionID, f.Status, f.End, f.Attempt = e.OLTID, e.JobID, e.ExecutionID, statusFailed, e.FinishedAt, e.Attempt
+		f.NoRetry = streams.ExecCauseRead(e.Cause)
 	case streams.TypeExecutionSkipped:
 		var e streams.ExecutionSkipped
 		if err := streams.DecodeData(env, &e); err != nil {

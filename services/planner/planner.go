@@ -92,6 +92,10 @@ type planner struct {
 	// pollersDeadline: until then, a term that has not read the pollers'
 	// slots yet dispatches nothing (capacity.go).
 	pollersDeadline time.Time
+	// known are the OLTs with an ONU known to their gets, knownChecked
+	// when the others were last looked up (getfirst.go).
+	known        map[string]bool
+	knownChecked map[string]time.Time
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -208,6 +212,8 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		lost:          map[string]lostAttempt{},
 		nextAttempt:   map[NodeKey]int{},
 		pollers:       newPollerView(),
+		known:         map[string]bool{},
+		knownChecked:  map[string]time.Time{},
 	}
 	if cfg.FirstRunSpread > 0 {
 		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
@@ -240,6 +246,8 @@ func (p *planner) run(ctx context.Context) error {
 		return fmt.Errorf("planner: %w", err)
 	}
 	p.sched.SetRestored(p.restored.nodes)
+	// A get of an OLT with no ONU known waits for its discovery (getfirst.go).
+	p.queues.SetHold(func(d DueNode, now time.Time) bool { return p.holdGet(ctx, d, now) })
 
 	stream, err := p.js.Stream(ctx, streams.StreamConfig)
 	if err != nil {

@@ -29,6 +29,9 @@ type Flight struct {
 	// end of the composite's executions so far.
 	MasterStatus string
 	End          time.Time
+	// MasterNoRetry: the master failed with a cause not worth a retry
+	// (streams.ExecCauseRead: the OLT answered, and would the same).
+	MasterNoRetry bool
 	// open holds the executions of the composite (the master and its
 	// chained nodes) that have not ended.
 	open map[string]struct{}
@@ -50,7 +53,14 @@ type Queues struct {
 	inFlight     int
 	// classFlights counts the flights per queue class.
 	classFlights map[string]int
+	// hold, when set, keeps a waiting node in its queue while it says so
+	// (a get of an OLT with no ONU known yet: getfirst.go); the OLT's
+	// other nodes go ahead of it.
+	hold func(d DueNode, now time.Time) bool
 }
+
+// SetHold sets the rule that keeps waiting nodes in their queue (nil: none).
+func (q *Queues) SetHold(hold func(d DueNode, now time.Time) bool) { q.hold = hold }
 
 // NewQueues returns empty queues; a waiting node counts as delayed once it
 // is late by delayedAfter or more.
@@ -123,6 +133,7 @@ func (q *Queues) Ready(now time.Time) []DueNode { return q.ReadyIn(now, nil) }
 // Pop takes the first waiting node of a free OLT: delayed first, the most
 // delayed first, then by priority (discovery 90 before get 40), then by
 // scheduled time and id (seed 004); a manual run goes before all of them.
+// A node the hold rule keeps (SetHold) is passed over.
 // The caller dispatches it and calls Dispatched, or Unpop.
 func (q *Queues) Pop(olt string, now time.Time) (DueNode, bool) { return q.PopIn(olt, now, nil) }
 
@@ -204,6 +215,14 @@ func (q *Queues) Finish(olt, executionID, status string, end time.Time) (f Fligh
 		return *o.flight, false, true
 	}
 	return q.Abandon(olt)
+}
+
+// MarkNoRetry notes that the master of olt's flight, executionID, failed
+// with a cause not worth a retry (Flight.MasterNoRetry).
+func (q *Queues) MarkNoRetry(olt, executionID string) {
+	if o := q.olts[olt]; o != nil && o.flight != nil && o.flight.ExecutionID == executionID {
+		o.flight.MasterNoRetry = true
+	}
 }
 
 // Abandon ends an OLT's flight whatever is still open (its terminal

@@ -266,21 +266,32 @@ func TestFirstRunsSpreadOneByOne(t *testing.T) {
 
 func TestInBurst(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	// Each since is of its own OLT unless the case says otherwise.
+	others := func(ts ...time.Time) []oltSince {
+		out := make([]oltSince, 0, len(ts))
+		for i, t := range ts {
+			out = append(out, oltSince{at: t, olt: fmt.Sprintf("olt-%d", i)})
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name   string
-		sinces []time.Time
+		sinces []oltSince
 		since  time.Time
+		olt    string
 		want   bool
 	}{
-		{"alone", []time.Time{at(0)}, at(0), false},
-		{"same event", []time.Time{at(0), at(0)}, at(0), true},
-		{"neighbour inside the window", []time.Time{at(0), at(59)}, at(59), true},
-		{"neighbour at the window's edge", []time.Time{at(0), at(60)}, at(0), true},
-		{"neighbour outside the window", []time.Time{at(0), at(61)}, at(61), false},
-		{"old fleet, new node", []time.Time{at(0), at(1), at(2), at(3600)}, at(3600), false},
+		{"alone", others(at(0)), at(0), "olt-0", false},
+		{"same event", others(at(0), at(0)), at(0), "olt-0", true},
+		{"neighbour inside the window", others(at(0), at(59)), at(59), "olt-1", true},
+		{"neighbour at the window's edge", others(at(0), at(60)), at(0), "olt-0", true},
+		{"neighbour outside the window", others(at(0), at(61)), at(61), "olt-1", false},
+		{"old fleet, new node", others(at(0), at(1), at(2), at(3600)), at(3600), "olt-3", false},
+		{"a new OLT's jobs together", []oltSince{{at(0), "olt-a"}, {at(0), "olt-a"}, {at(1), "olt-a"}}, at(0), "olt-a", false},
+		{"a new OLT's jobs and another OLT", []oltSince{{at(0), "olt-a"}, {at(0), "olt-a"}, {at(30), "olt-b"}}, at(0), "olt-a", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := inBurst(tc.sinces, tc.since); got != tc.want {
+			if got := inBurst(tc.sinces, tc.since, tc.olt); got != tc.want {
 				t.Fatalf("inBurst = %v, want %v", got, tc.want)
 			}
 		})

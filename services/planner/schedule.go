@@ -86,6 +86,8 @@ type Scheduler struct {
 	// spread bounds the per-node offset of first runs (0: none).
 	spread time.Duration
 	nodes  map[NodeKey]*Node
+	// discoveries indexes the discovery nodes by OLT (Discoveries).
+	discoveries map[string]map[NodeKey]struct{}
 	// restored is the persisted schedule read at start-up, used once by
 	// Sync for nodes of the same incarnation (same Since).
 	restored map[NodeKey]Restored
@@ -117,7 +119,7 @@ func (s *Scheduler) SetRestored(r map[NodeKey]Restored) { s.restored = r }
 // firstRunDelay after it became plannable (no catch-up); a due node counts as
 // delayed once it is late by delayedAfter or more.
 func NewScheduler(firstRunDelay, delayedAfter time.Duration) *Scheduler {
-	return &Scheduler{firstRunDelay: firstRunDelay, delayedAfter: delayedAfter, nodes: map[NodeKey]*Node{}}
+	return &Scheduler{firstRunDelay: firstRunDelay, delayedAfter: delayedAfter, nodes: map[NodeKey]*Node{}, discoveries: map[string]map[NodeKey]struct{}{}}
 }
 
 // SpreadFirstRuns makes the first run of each new node that became
@@ -142,18 +144,64 @@ func FirstOffset(k NodeKey, interval, max time.Duration) time.Duration {
 // became plannable together (their first runs are spread).
 const burstWindow = time.Minute
 
-// inBurst says whether another node than one that became plannable at
-// since did so within burstWindow of it; sorted holds every node's since
-// (its own included).
-func inBurst(sorted []time.Time, since time.Time) bool {
-	from := sort.Search(len(sorted), func(i int) bool { return !sorted[i].Before(since.Add(-burstWindow)) })
-	n := 0
-	for i := from; i < len(sorted) && !sorted[i].After(since.Add(burstWindow)); i++ {
-		if n++; n > 1 {
+// oltSince is when a node of an OLT became plannable.
+type oltSince struct {
+	at  time.Time
+	olt string
+}
+
+// inBurst says whether a node of another OLT than olt became plannable
+// within burstWindow of since; sorted holds every node's (by time, its own
+// included). The nodes of one OLT coming together (a new OLT with its
+// discovery and its gets) are not a burst: spreading them would put the
+// new OLT's discovery, and so its first readings (a get waits for the
+// discovery, see getfirst.go), up to the spread later.
+func inBurst(sorted []oltSince, since time.Time, olt string) bool {
+	from := sort.Search(len(sorted), func(i int) bool { return !sorted[i].at.Before(since.Add(-burstWindow)) })
+	for i := from; i < len(sorted) && !sorted[i].at.After(since.Add(burstWindow)); i++ {
+		if sorted[i].olt != olt {
 			return true
 		}
 	}
 	return false
+}
+
+// Discoveries says how the discovery nodes of olt stand: has (the OLT has
+// one), firstPending (one has not ended a run yet: never run, waiting,
+// in flight or between retries) and the end and status of the latest
+// run that ended.
+func (s *Scheduler) Discoveries(olt string) (has, firstPending bool, lastRun time.Time, lastStatus string) {
+	for k := range s.discoveries[olt] {
+		n := s.nodes[k]
+		if n == nil {
+			continue
+		}
+		has = true
+		if n.LastRun.IsZero() {
+			firstPending = true
+		} else if n.LastRun.After(lastRun) {
+			lastRun, lastStatus = n.LastRun, n.LastStatus
+		}
+	}
+	return has, firstPending, lastRun, lastStatus
+}
+
+// indexDiscovery keeps k in the discoveries index when n (nil: removed) is
+// a discovery node, and out of it otherwise.
+func (s *Scheduler) indexDiscovery(k NodeKey, n *Node) {
+	if n != nil && n.Spec.Kind == streams.KindDiscovery {
+		if s.discoveries[k.OLTID] == nil {
+			s.discoveries[k.OLTID] = map[NodeKey]struct{}{}
+		}
+		s.discoveries[k.OLTID][k] = struct{}{}
+		return
+	}
+	if m := s.discoveries[k.OLTID]; m != nil {
+		delete(m, k)
+		if len(m) == 0 {
+			delete(s.discoveries, k.OLTID)
+		}
+	}
 }
 
 // Len is the number of planned nodes.
@@ -182,17 +230,18 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 	for _, k := range removed {
 		n := s.nodes[k]
 		delete(s.nodes, k)
+		s.indexDiscovery(k, nil)
 		changes = append(changes, Change{Kind: streams.AuditTaskRemoved, Key: k, Spec: n.Spec, Next: n.Next, Backoff: n.backoff()})
 	}
 	// Nodes that became plannable in one burst (a job enabled on 1,000
 	// OLTs, or a script adding OLTs one by one) are spread; a node enabled
 	// alone first runs FirstRunDelay later (seed 003). Since comes from the
 	// stream, so every planner counts the same bursts.
-	sinces := make([]time.Time, 0, len(desired))
-	for _, d := range desired {
-		sinces = append(sinces, d.Since)
+	sinces := make([]oltSince, 0, len(desired))
+	for k, d := range desired {
+		sinces = append(sinces, oltSince{at: d.Since, olt: k.OLTID})
 	}
-	sort.Slice(sinces, func(i, j int) bool { return sinces[i].Before(sinces[j]) })
+	sort.Slice(sinces, func(i, j int) bool { return sinces[i].at.Before(sinces[j].at) })
 	for _, k := range sortedKeys(desired) {
 		d := desired[k]
 		n, ok := s.nodes[k]
@@ -204,7 +253,7 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 				old = n.backoff() // the old incarnation's retry is dropped
 			}
 			first := d.Since.Add(s.firstRunDelay)
-			if inBurst(sinces, d.Since) {
+			if inBurst(sinces, d.Since, k.OLTID) {
 				first = first.Add(FirstOffset(k, d.Spec.Interval(), s.spread))
 			}
 			n = &Node{Key: k, Spec: d.Spec, Since: d.Since, Next: restoreNext(first, d.Spec.Interval(), now)}
@@ -214,11 +263,13 @@ func (s *Scheduler) Sync(desired map[NodeKey]Desired, now time.Time) []Change {
 				delete(s.restored, k)
 			}
 			s.nodes[k] = n
+			s.indexDiscovery(k, n)
 			changes = append(changes, Change{Kind: streams.AuditTaskAdded, Key: k, Spec: n.Spec, Next: n.Next, Backoff: old})
 			continue
 		}
 		old := n.Spec.IntervalSeconds
 		n.Spec = d.Spec
+		s.indexDiscovery(k, n) // its job's kind may have changed
 		if old != d.Spec.IntervalSeconds {
 			n.Next = replanInterval(n, now)
 			changes = append(changes, Change{Kind: streams.AuditPlanAdjusted, Key: k, Spec: n.Spec, Next: n.Next, OldInterval: old})

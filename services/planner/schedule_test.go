@@ -407,3 +407,42 @@ func TestDeterministicIDs(t *testing.T) {
 		t.Fatal("execution ids collide")
 	}
 }
+
+// Discoveries says whether an OLT has a discovery node, whether one has not
+// ended a run yet, and how the latest ended; it follows nodes added,
+// removed and whose job changed kind.
+func TestDiscoveries(t *testing.T) {
+	s := NewScheduler(time.Minute, 2*time.Second)
+	disc := spec(900, 90)
+	disc.Kind = streams.KindDiscovery
+	dk, ga, gb := NodeKey{JobID: "disc", OLTID: "olt-a"}, NodeKey{JobID: "get", OLTID: "olt-a"}, NodeKey{JobID: "get", OLTID: "olt-b"}
+	desired := map[NodeKey]Desired{dk: {Spec: disc, Since: t0}, ga: {Spec: spec(300, 40), Since: t0}, gb: {Spec: spec(300, 40), Since: t0}}
+	s.Sync(desired, t0)
+	check := func(step, olt string, has, pending bool, status string) {
+		t.Helper()
+		h, p, _, st := s.Discoveries(olt)
+		if h != has || p != pending || st != status {
+			t.Fatalf("%s: Discoveries(%s) = %v %v %q, want %v %v %q", step, olt, h, p, st, has, pending, status)
+		}
+	}
+	check("added", "olt-a", true, true, "")
+	check("added", "olt-b", false, false, "")
+	n, _ := s.Node(dk)
+	if !s.Take(dk, n.Next) || !s.Finish(dk, n.Next, n.Next.Add(time.Second), "SUCCESS") {
+		t.Fatal("take and finish the discovery")
+	}
+	check("first run ended", "olt-a", true, false, "SUCCESS")
+	// The job becomes a get: no discovery left.
+	changed := desired[dk]
+	changed.Spec.Kind = streams.KindGet
+	desired[dk] = changed
+	s.Sync(desired, t0.Add(time.Hour))
+	check("kind changed", "olt-a", false, false, "")
+	// A discovery on olt-b, then removed.
+	desired[NodeKey{JobID: "disc", OLTID: "olt-b"}] = Desired{Spec: disc, Since: t0.Add(2 * time.Hour)}
+	s.Sync(desired, t0.Add(2*time.Hour))
+	check("added to olt-b", "olt-b", true, true, "")
+	delete(desired, NodeKey{JobID: "disc", OLTID: "olt-b"})
+	s.Sync(desired, t0.Add(3*time.Hour))
+	check("removed from olt-b", "olt-b", false, false, "")
+}

@@ -24,6 +24,9 @@ import (
 // before it releases: the interrupt sweep relies on it).
 func (p *poller) runChain(work context.Context, node streams.NodeDue, master *execution, deliveredAt time.Time, log zerolog.Logger) (redeliver bool, delay time.Duration) {
 	failed := master.outcome == outcomeFailed
+	// discovered: a discovery of this composite succeeded with rows, so a
+	// get after it may wait for its ONUs (execution.awaitONUs).
+	discovered := node.Kind == streams.KindDiscovery && master.outcome == outcomeSuccess && master.values > 0
 	stop, stopPhase := "", ""
 	if master.outcome == outcomeInterrupted {
 		stop, stopPhase = "composite interrupted: "+interruptReason(work), streams.PhaseAborted
@@ -44,10 +47,15 @@ func (p *poller) runChain(work context.Context, node streams.NodeDue, master *ex
 			continue
 		}
 		ex := &execution{p: p, node: sub, lease: master.lease, log: clog, kind: c.Kind}
+		if c.Kind == streams.KindGet && discovered {
+			// The projector may not have folded the discovery yet.
+			ex.awaitONUs = p.cfg.ChainONUWait
+		}
 		if r, d := ex.run(work, deliveredAt); r {
 			return r, d
 		}
 		failed = ex.outcome == outcomeFailed
+		discovered = discovered || (c.Kind == streams.KindDiscovery && ex.outcome == outcomeSuccess && ex.values > 0)
 		if ex.outcome == outcomeInterrupted {
 			stop, stopPhase = "composite interrupted: "+interruptReason(work), streams.PhaseAborted
 		}

@@ -31,6 +31,11 @@ type Config struct {
 	// LeaseBusyDelay is the NAK delay of a NodeDue whose OLT is busy.
 	// Default 1s.
 	LeaseBusyDelay time.Duration
+	// ChainONUWait bounds how long a chained get run right after a
+	// discovery of the same composite that found rows waits, under the
+	// lease, for the projector to publish the OLT's first discovered ONUs
+	// when none is known yet (a new OLT's workflow). Default 15s.
+	ChainONUWait time.Duration
 	// TransientDelay is the NAK delay after a transient failure (NATS
 	// unreachable, lease bucket unavailable). Default 5s.
 	TransientDelay time.Duration
@@ -202,6 +207,9 @@ func (c Config) WithDefaults() Config {
 	if c.TransientDelay == 0 {
 		c.TransientDelay = 5 * time.Second
 	}
+	if c.ChainONUWait == 0 {
+		c.ChainONUWait = 15 * time.Second
+	}
 	if c.SNMPTimeout == 0 {
 		c.SNMPTimeout = 2 * time.Second
 	}
@@ -285,6 +293,7 @@ func (c Config) Validate() error {
 	check(c.FetchWait >= 10*time.Millisecond, "fetch wait %s: want at least 10ms", c.FetchWait)
 	check(c.LeaseBusyDelay > 0, "lease busy delay %s: want > 0", c.LeaseBusyDelay)
 	check(c.TransientDelay > 0, "transient delay %s: want > 0", c.TransientDelay)
+	check(c.ChainONUWait >= 0 && c.ChainONUWait <= 5*time.Minute, "chain onu wait %s: want 0..5m", c.ChainONUWait)
 	check(c.ProgressInterval >= 0, "progress interval %s: want >= 0", c.ProgressInterval)
 	check(c.SNMPTimeout >= 10*time.Millisecond, "snmp timeout %s: want at least 10ms", c.SNMPTimeout)
 	check(c.SNMPRetries >= 0 && c.SNMPRetries <= 10, "snmp retries %d: want 0..10", c.SNMPRetries)

@@ -59,14 +59,33 @@
 //     the walk found nothing): it tells the projector that every column
 //     was walked to its end. A failed or aborted attempt, and a get, never
 //     publish one.
-//  7. Publish ExecutionSucceeded or ExecutionFailed, release the lease
+//  7. Judge the outcome (verdict.go): an operation that ended without an
+//     error but read nothing worth a success is a failure with its own
+//     cause, not retried: a get with no ONU known (no_onus_known) or no
+//     value read (empty_read), a discovery that found no row in any of
+//     its profile's tables (profile_mismatch, and no Last batch, so the
+//     OLT's ONUs are not marked removed); a walk whose agent answers an
+//     OID not after the one asked fails oid_not_increasing (snmp.go).
+//     The poller judges, not the projector: it has the node's columns,
+//     what each answered and the OLT's ONU set when the attempt ends,
+//     and the verdict must be the terminal event the planner (consecutive
+//     failures, retries) and the auditor (quotas) count, before any Last
+//     batch is published. The projector's VARBINDS_UNPLACED warning stays
+//     for what only decoding tells (rows read but not placeable).
+//     Every ExecutionFailed carries its cause (streams.ExecCause*).
+//  8. Publish ExecutionSucceeded or ExecutionFailed, release the lease
 //     (the planner dispatches the OLT's next node when it reads the
 //     terminal event; that node's poller waits a few ms for the release
 //     rather than NAK for LeaseBusyDelay), ACK (or NAK when the RetryPolicy
 //     asks for redelivery; ExecutionFailed.Redelivered says so).
-//  8. A composite NodeDue (Chain) runs its chained nodes after the master,
+//  9. A composite NodeDue (Chain) runs its chained nodes after the master,
 //     in order, under the same lease, each as its own execution; with
 //     StopOnFailure a failure skips the rest; an interruption aborts them.
+//     A chained get right after a discovery of the composite that found
+//     rows, on an OLT with no ONU known yet, waits (Config.ChainONUWait,
+//     folding again every 200 ms) for the projector's first discovered
+//     events instead of failing no_onus_known: a new OLT's workflow reads
+//     its ONUs in its first run.
 //
 // Every event of an attempt carries the lease revision as a fencing token
 // and has the Nats-Msg-Id "<execution_id>:<attempt>:<part>" (part =

@@ -224,6 +224,10 @@ type execution struct {
 	pduRetries *pduRetries
 	// get is what a get read and could not read (getbatch.go).
 	get *getResult
+	// awaitONUs: a chained get right after a discovery of its composite
+	// that found rows waits up to this for the OLT's first known ONUs
+	// (Config.ChainONUWait) instead of failing no_onus_known at once.
+	awaitONUs time.Duration
 
 	// rows buffers the varbinds read until they are published grouped
 	// by row (rows.go).
@@ -231,6 +235,9 @@ type execution struct {
 	enc      *batchEncoder // of the varbind batches, made at the first
 	batches  int
 	varbinds int
+	// values counts the varbinds read with a value (not an exception
+	// such as noSuchInstance): verdict.go judges an attempt without any.
+	values int
 	// metered is how many of varbinds the read counter has (it is added
 	// to at each flush and when the work ends, not per varbind).
 	metered int
@@ -321,6 +328,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
 		Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
 		DurationMS: dur.Milliseconds(), Error: text, Retryable: decision.Retryable, Redelivered: decision.Redeliver,
+		Cause: string(cause),
 	})
 	if err != nil {
 		ex.log.Warn().Err(err).Msg("publish execution failed")
@@ -366,6 +374,11 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 		err = op.run(ctx, node.Kind, node.OIDs, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
 	}
 	if err == nil {
+		// Read nothing worth a success (verdict.go): a failure, and a
+		// discovery judged so publishes no Last batch.
+		err = ex.verdict()
+	}
+	if err == nil {
 		// Only a walk reads whole tables, so only its final batch can say
 		// "a row absent from this execution is absent from the OLT". A
 		// get reads an explicit list of OIDs: its batches carry no Last.
@@ -379,7 +392,7 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 		return "", nil
 	}
 	cause, err := ex.classify(work, ctx, tctx, err)
-	if (cause == CauseSNMP || cause == CauseTimeout) && ex.rows != nil && ex.rows.len() > 0 {
+	if (cause == CauseSNMP || cause == CauseTimeout || cause == CauseOIDNotIncreasing) && ex.rows != nil && ex.rows.len() > 0 {
 		// What a failed walk read is still a reading, published (never
 		// as Last) as it was batch by batch before the poller buffered
 		// rows; not after a lost lease, an interruption or a shutdown.
@@ -410,6 +423,9 @@ func (ex *execution) classify(work, ctx, tctx context.Context, err error) (Failu
 	case errors.Is(err, errPublish):
 		return CausePublish, err
 	default:
+		if cause, ok := readCause(err); ok {
+			return cause, err
+		}
 		if isTimeout(err) {
 			return CauseSNMP, fmt.Errorf("olt %s did not answer (timeout): %w", node.OLTID, err)
 		}
@@ -428,6 +444,9 @@ func (ex *execution) add(ctx context.Context, vb streams.Varbind) error {
 	}
 	ex.rows.add(vb)
 	ex.varbinds++
+	if isValue(vb.Type) {
+		ex.values++
+	}
 	if ex.rows.len() >= ex.p.cfg.RowBufferVarbinds {
 		return ex.flush(ctx, false)
 	}
@@ -443,6 +462,9 @@ func (ex *execution) addRow(ctx context.Context, col int, key, typ, value string
 	}
 	ex.rows.addRow(col, key, typ, value)
 	ex.varbinds++
+	if isValue(typ) {
+		ex.values++
+	}
 	if ex.rows.len() >= ex.p.cfg.RowBufferVarbinds {
 		return ex.flush(ctx, false)
 	}

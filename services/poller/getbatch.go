@@ -106,10 +106,16 @@ func (ex *execution) getONUs(ctx context.Context, op snmpOp) error {
 	if err != nil {
 		return err
 	}
+	if len(onus) == 0 && ex.awaitONUs > 0 {
+		onus, err = ex.waitONUs(ctx)
+		if err != nil {
+			return err
+		}
+	}
 	res := &getResult{onus: len(onus)}
 	ex.get = res
 	if len(onus) == 0 {
-		ex.log.Warn().Msg("get: no discovered ONUs for this OLT yet (a discovery must run first): nothing to read")
+		// Nothing to read: verdict.go makes it a no_onus_known failure.
 		return nil
 	}
 	configured := p.cfg.GetChunk
@@ -475,4 +481,31 @@ func (r *getRun) failures() []streams.ONUFailure {
 		out = append(out, f)
 	}
 	return out
+}
+
+// chainONUPoll is how often waitONUs folds the discovered events again.
+const chainONUPoll = 200 * time.Millisecond
+
+// waitONUs folds the OLT's discovered events again until one ONU is known,
+// ex.awaitONUs has passed or ctx ends (a chained get right after its
+// composite's discovery: the projector publishes the discovered ONUs a
+// moment after the discovery's batches).
+func (ex *execution) waitONUs(ctx context.Context) ([]onuInstance, error) {
+	deadline := time.Now().Add(ex.awaitONUs)
+	t := time.NewTicker(chainONUPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+		onus, err := ex.p.discoveredONUs(ctx, ex.node)
+		if err != nil || len(onus) > 0 || time.Now().After(deadline) {
+			if len(onus) > 0 {
+				ex.log.Info().Int("onus", len(onus)).Msg("get: the discovery before it in the chain was folded")
+			}
+			return onus, err
+		}
+	}
 }

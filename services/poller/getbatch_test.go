@@ -183,17 +183,6 @@ func TestGetReadsEveryDiscoveredONU(t *testing.T) {
 	}
 }
 
-// With no discovered ONU a get reads nothing and succeeds: a new OLT is not
-// failed (and disabled) before its first discovery.
-func TestGetWithoutDiscoveredONUs(t *testing.T) {
-	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("olt-a", oltsim.Faults{}))
-	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1})
-	got := e.runGet(t, "olt-a", "exec-empty", huaweiColumns, streams.SNMPTuning{})
-	if got.succeeded.ONUs != 0 || got.count != 0 || got.record.Requests != 0 {
-		t.Errorf("succeeded %+v, %d varbinds, %d requests", got.succeeded, got.count, got.record.Requests)
-	}
-}
-
 // Faults: whatever the OLT does, every (ONU, OID) is either read, with the
 // simulator's value, or listed failed for its ONU; nothing is lost and the
 // poller does not crash.

@@ -6,19 +6,26 @@ import (
 	"github.com/facho-olt/facho/streams"
 )
 
-// FailureCause classifies why an execution failed.
+// FailureCause classifies why an execution failed; its value is the
+// execution.failed event's cause (streams.ExecCause*).
 type FailureCause string
 
 const (
-	CauseSNMP      FailureCause = "snmp"       // the OLT did not answer or answered badly
-	CauseTimeout   FailureCause = "timeout"    // the node's own deadline passed
-	CauseLeaseLost FailureCause = "lease_lost" // another holder took the OLT
-	CauseShutdown  FailureCause = "shutdown"   // this poller stopped mid-operation
-	CauseConfig    FailureCause = "config"     // the NodeDue cannot work (e.g. community does not open)
-	CausePublish   FailureCause = "publish"    // a varbind batch could not be published
+	CauseSNMP      FailureCause = streams.ExecCauseSNMPError // the OLT did not answer or answered badly
+	CauseTimeout   FailureCause = streams.ExecCauseTimeout   // the node's own deadline passed
+	CauseLeaseLost FailureCause = streams.ExecCauseLeaseLost // another holder took the OLT
+	CauseShutdown  FailureCause = streams.ExecCauseShutdown  // this poller stopped mid-operation
+	CauseConfig    FailureCause = streams.ExecCauseConfig    // the NodeDue cannot work (e.g. community does not open)
+	CausePublish   FailureCause = streams.ExecCausePublish   // a varbind batch could not be published
 	// CauseInterrupted: the planner cancelled the running execution (its
 	// OLT was disabled or deleted); published as execution.interrupted.
 	CauseInterrupted FailureCause = "interrupted"
+	// The runs that answered but read nothing worth a success (see
+	// outcome.go): not retryable.
+	CauseOIDNotIncreasing FailureCause = streams.ExecCauseOIDNotIncreasing
+	CauseEmptyRead        FailureCause = streams.ExecCauseEmptyRead
+	CauseNoONUsKnown      FailureCause = streams.ExecCauseNoONUsKnown
+	CauseProfileMismatch  FailureCause = streams.ExecCauseProfileMismatch
 )
 
 // Outcome is what an attempt ended with, as a RetryPolicy sees it.
@@ -56,6 +63,10 @@ func (DefaultRetryPolicy) Decide(o Outcome) Decision {
 	case CauseShutdown:
 		return Decision{Redeliver: true, Retryable: true}
 	case CauseConfig:
+		return Decision{Retryable: false}
+	case CauseOIDNotIncreasing, CauseEmptyRead, CauseNoONUsKnown, CauseProfileMismatch:
+		// The OLT answered: another attempt in a minute reads the same
+		// (outcome.go). The node's next run tries again.
 		return Decision{Retryable: false}
 	case CausePublish:
 		// NATS trouble, not the OLT's fault: try again soon.

@@ -132,6 +132,13 @@ func (op snmpOp) walk(ctx context.Context, g *v2cClient, root string, emit func(
 			if endOfWalk(vb.Type) {
 				return nil
 			}
+			if oidCompare(cur, vb.OID) >= 0 {
+				// Checked before the subtree: an agent answering the
+				// OID asked (or an earlier one) is not "past the
+				// subtree", it cannot be walked (verdict.go).
+				return readFailure(CauseOIDNotIncreasing, "%s %s: the agent answered %s, not after the OID asked: OIDs not increasing (a broken agent; the walk cannot go on)",
+					verb, strings.TrimPrefix(from, "."), vb.OID)
+			}
 			if len(vb.OID) <= len(prefix) || vb.OID[:len(prefix)] != prefix {
 				if !answered && i == 0 {
 					// Nothing under root: root may be a leaf (a scalar
@@ -139,9 +146,6 @@ func (op snmpOp) walk(ctx context.Context, g *v2cClient, root string, emit func(
 					return op.getLeaf(ctx, g, root, emit)
 				}
 				return nil // past the subtree: done
-			}
-			if oidCompare(cur, vb.OID) >= 0 {
-				return fmt.Errorf("OID not increasing: %s >= %s", strings.TrimPrefix(cur, "."), vb.OID)
 			}
 			if err := ctx.Err(); err != nil {
 				return context.Cause(ctx)

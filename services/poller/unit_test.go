@@ -127,6 +127,11 @@ func TestDefaultRetryPolicy(t *testing.T) {
 		{CauseConfig, 1, Decision{Retryable: false}},
 		{CauseShutdown, 5, Decision{Redeliver: true, Retryable: true}},
 		{CausePublish, 1, Decision{Redeliver: true, Delay: 5 * time.Second, Retryable: true}},
+		// Read nothing worth a success: the OLT answered, not retried.
+		{CauseOIDNotIncreasing, 1, Decision{Retryable: false}},
+		{CauseEmptyRead, 1, Decision{Retryable: false}},
+		{CauseNoONUsKnown, 1, Decision{Retryable: false}},
+		{CauseProfileMismatch, 1, Decision{Retryable: false}},
 	} {
 		if got := (DefaultRetryPolicy{}).Decide(Outcome{Node: node, Attempt: tc.attempt, Cause: tc.cause}); got != tc.want {
 			t.Errorf("%s attempt %d: %+v, want %+v", tc.cause, tc.attempt, got, tc.want)

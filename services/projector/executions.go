@@ -75,7 +75,9 @@ type execEvent struct {
 	DurationMS                 *int64
 	Varbinds                   int
 	Error                      string
-	DeadLettered               int // succeeded only: dead-lettered batches
+	// Cause: execution.failed's cause ("" otherwise).
+	Cause        string
+	DeadLettered int // succeeded only: dead-lettered batches
 	// Of a get's succeeded event: what it read and could not read.
 	GetResult *getExecResult
 }
@@ -198,7 +200,7 @@ func failedEvent(e streams.ExecutionFailed) execEvent {
 	d := e.DurationMS
 	return execEvent{ID: e.ExecutionID, JobID: e.JobID, OLTID: e.OLTID, PollerID: e.PollerID, Attempt: e.Attempt,
 		LeaseRevision: e.LeaseRevision, Status: StatusFailed, StartedAt: timePtr(e.StartedAt), FinishedAt: timePtr(e.FinishedAt),
-		DurationMS: &d, Error: e.Error}
+		DurationMS: &d, Error: e.Error, Cause: e.Cause}
 }
 
 func skippedEvent(e streams.ExecutionSkipped) execEvent {
@@ -304,15 +306,15 @@ func applyExecEvent(ctx context.Context, tx pgx.Tx, ev execEvent) (bool, error) 
 		ev.DeadLettered = n
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, attempt, poller_id, lease_revision,
-		started_at, finished_at, duration_ms, varbinds, error, dead_lettered_batches, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now())
+		started_at, finished_at, duration_ms, varbinds, error, dead_lettered_batches, cause, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULLIF($14, ''), now())
 		ON CONFLICT (id) DO UPDATE SET job_id = EXCLUDED.job_id, olt_id = EXCLUDED.olt_id, status = EXCLUDED.status,
 		attempt = EXCLUDED.attempt, poller_id = EXCLUDED.poller_id, lease_revision = EXCLUDED.lease_revision,
 		started_at = COALESCE(EXCLUDED.started_at, executions.started_at), finished_at = EXCLUDED.finished_at,
 		duration_ms = EXCLUDED.duration_ms, varbinds = EXCLUDED.varbinds, error = EXCLUDED.error,
-		dead_lettered_batches = GREATEST(executions.dead_lettered_batches, EXCLUDED.dead_lettered_batches), updated_at = now()`,
+		dead_lettered_batches = GREATEST(executions.dead_lettered_batches, EXCLUDED.dead_lettered_batches), cause = EXCLUDED.cause, updated_at = now()`,
 		ev.ID, ev.JobID, ev.OLTID, ev.Status, ev.Attempt, ev.PollerID, int64(ev.LeaseRevision),
-		ev.StartedAt, ev.FinishedAt, ev.DurationMS, ev.Varbinds, ev.Error, ev.DeadLettered)
+		ev.StartedAt, ev.FinishedAt, ev.DurationMS, ev.Varbinds, ev.Error, ev.DeadLettered, ev.Cause)
 	if err != nil {
 		return false, fmt.Errorf("update execution %s: %w", ev.ID, err)
 	}
@@ -373,7 +375,7 @@ func applySkipped(ctx context.Context, tx pgx.Tx, ev execEvent) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
 		ON CONFLICT (id) DO UPDATE SET job_id = EXCLUDED.job_id, olt_id = EXCLUDED.olt_id, status = EXCLUDED.status,
 		poller_id = EXCLUDED.poller_id, scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
-		finished_at = EXCLUDED.finished_at, error = EXCLUDED.error, updated_at = now()`,
+		finished_at = EXCLUDED.finished_at, error = EXCLUDED.error, cause = NULL, updated_at = now()`,
 		ev.ID, ev.JobID, ev.OLTID, ev.Status, ev.PollerID, ev.ScheduledAt, ev.FinishedAt, ev.Error)
 	if err != nil {
 		return fmt.Errorf("record %s execution %s: %w", ev.Status, ev.ID, err)
@@ -553,6 +555,7 @@ func decodeDues(msgs []jsrouter.Msg) ([]due, projection.BatchResult, error) {
 // memExec is an executions row in memory.
 type memExec struct {
 	JobID, OLTID, Status, PollerID, Error, NodeID, Kind string
+	Cause                                               *string
 	Attempt, Varbinds, Priority, DeadLettered           int
 	ONUs, FailedONUs, FailedVarbinds                    int
 	LeaseRevision                                       int64
@@ -668,14 +671,14 @@ func loadExecState(ctx context.Context, tx pgx.Tx, ids []string) (*execState, er
 	st := &execState{rows: make(map[string]*memExec, len(ids)), attempts: map[attemptKey]*memAttempt{}, deadLetters: map[string]int{}}
 	var b pgx.Batch
 	b.Queue(`SELECT id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at, finished_at, duration_ms, varbinds, error,
-		lease_revision, node_id, kind, priority, delay_seconds, dead_lettered_batches, onus, failed_onus, failed_varbinds, onu_failures::text
+		lease_revision, node_id, kind, priority, delay_seconds, dead_lettered_batches, onus, failed_onus, failed_varbinds, onu_failures::text, cause
 		FROM executions WHERE id = ANY($1) FOR UPDATE`, ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id string
 			r := &memExec{}
 			if err := rows.Scan(&id, &r.JobID, &r.OLTID, &r.Status, &r.Attempt, &r.PollerID, &r.ScheduledAt, &r.StartedAt, &r.FinishedAt,
 				&r.DurationMS, &r.Varbinds, &r.Error, &r.LeaseRevision, &r.NodeID, &r.Kind, &r.Priority, &r.DelaySeconds, &r.DeadLettered,
-				&r.ONUs, &r.FailedONUs, &r.FailedVarbinds, &r.ONUFailures); err != nil {
+				&r.ONUs, &r.FailedONUs, &r.FailedVarbinds, &r.ONUFailures, &r.Cause); err != nil {
 				return err
 			}
 			st.rows[id] = r
@@ -726,6 +729,11 @@ func (st *execState) apply(ev execEvent) (bool, error) {
 	}
 	r.dirty = true
 	r.JobID, r.OLTID, r.Status, r.PollerID, r.FinishedAt, r.Error = ev.JobID, ev.OLTID, ev.Status, ev.PollerID, ev.FinishedAt, ev.Error
+	r.Cause = nil // applySkipped clears it; applyExecEvent sets it
+	if ev.Cause != "" && ev.Status != StatusSkipped && ev.Status != StatusAborted {
+		c := ev.Cause
+		r.Cause = &c
+	}
 	if ev.Status == StatusSkipped || ev.Status == StatusAborted {
 		// applySkipped
 		if r.ScheduledAt == nil {
@@ -799,7 +807,7 @@ func (st *execState) write(ctx context.Context, tx pgx.Tx) error {
 		revs, durs                                             []*int64
 		scheds, starts, finishes                               []*time.Time
 		delays                                                 []float64
-		failures                                               []*string
+		failures, causes                                       []*string
 	)
 	for id, r := range st.rows {
 		if !r.dirty {
@@ -812,27 +820,27 @@ func (st *execState) write(ctx context.Context, tx pgx.Tx) error {
 		onus, fOnus, fVbs = append(onus, int32(r.ONUs)), append(fOnus, int32(r.FailedONUs)), append(fVbs, int32(r.FailedVarbinds))
 		revs, durs = append(revs, &rev), append(durs, r.DurationMS)
 		scheds, starts, finishes = append(scheds, r.ScheduledAt), append(starts, r.StartedAt), append(finishes, r.FinishedAt)
-		delays, failures = append(delays, r.DelaySeconds), append(failures, r.ONUFailures)
+		delays, failures, causes = append(delays, r.DelaySeconds), append(failures, r.ONUFailures), append(causes, r.Cause)
 	}
 	if len(ids) > 0 {
 		_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at, finished_at,
 			duration_ms, varbinds, error, lease_revision, node_id, kind, priority, delay_seconds, dead_lettered_batches,
-			onus, failed_onus, failed_varbinds, onu_failures, updated_at)
+			onus, failed_onus, failed_varbinds, onu_failures, cause, updated_at)
 			SELECT u.id, u.job, u.olt, u.status, u.attempt, u.poller, u.sched, u.started, u.finished, u.dur, u.varbinds, u.err, u.rev,
-				u.node, u.kind, u.prio, u.delay, u.dead, u.onus, u.fonus, u.fvbs, u.failures::jsonb, now()
+				u.node, u.kind, u.prio, u.delay, u.dead, u.onus, u.fonus, u.fvbs, u.failures::jsonb, u.cause, now()
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[],
 				$10::int8[], $11::int4[], $12::text[], $13::int8[], $14::text[], $15::text[], $16::int4[], $17::float8[], $18::int4[],
-				$19::int4[], $20::int4[], $21::int4[], $22::text[])
-				AS u(id, job, olt, status, attempt, poller, sched, started, finished, dur, varbinds, err, rev, node, kind, prio, delay, dead, onus, fonus, fvbs, failures)
+				$19::int4[], $20::int4[], $21::int4[], $22::text[], $23::text[])
+				AS u(id, job, olt, status, attempt, poller, sched, started, finished, dur, varbinds, err, rev, node, kind, prio, delay, dead, onus, fonus, fvbs, failures, cause)
 			ON CONFLICT (id) DO UPDATE SET job_id = EXCLUDED.job_id, olt_id = EXCLUDED.olt_id, status = EXCLUDED.status,
 				attempt = EXCLUDED.attempt, poller_id = EXCLUDED.poller_id, scheduled_at = EXCLUDED.scheduled_at,
 				started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at, duration_ms = EXCLUDED.duration_ms,
 				varbinds = EXCLUDED.varbinds, error = EXCLUDED.error, lease_revision = EXCLUDED.lease_revision,
 				node_id = EXCLUDED.node_id, kind = EXCLUDED.kind, priority = EXCLUDED.priority, delay_seconds = EXCLUDED.delay_seconds,
 				dead_lettered_batches = EXCLUDED.dead_lettered_batches, onus = EXCLUDED.onus, failed_onus = EXCLUDED.failed_onus,
-				failed_varbinds = EXCLUDED.failed_varbinds, onu_failures = EXCLUDED.onu_failures, updated_at = now()`,
+				failed_varbinds = EXCLUDED.failed_varbinds, onu_failures = EXCLUDED.onu_failures, cause = EXCLUDED.cause, updated_at = now()`,
 			ids, jobs, olts, statuses, attempts, pollers, scheds, starts, finishes, durs, varbinds, errs, revs, nodes, kinds, prios, delays, deads,
-			onus, fOnus, fVbs, failures)
+			onus, fOnus, fVbs, failures, causes)
 		if err != nil {
 			return fmt.Errorf("write %d executions: %w", len(ids), err)
 		}

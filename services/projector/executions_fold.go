@@ -85,11 +85,11 @@ func (f *execFold) writeExecutions(ctx context.Context, tx pgx.Tx) error {
 		// The integer columns as the batch form's int4 arrays pass them.
 		rows = append(rows, []any{id, r.JobID, r.OLTID, r.Status, int32(r.Attempt), r.PollerID, r.ScheduledAt, r.StartedAt, r.FinishedAt,
 			r.DurationMS, int32(r.Varbinds), r.Error, r.LeaseRevision, r.NodeID, r.Kind, int32(r.Priority), r.DelaySeconds, int32(r.DeadLettered),
-			int32(r.ONUs), int32(r.FailedONUs), int32(r.FailedVarbinds), r.ONUFailures})
+			int32(r.ONUs), int32(r.FailedONUs), int32(r.FailedVarbinds), r.ONUFailures, r.Cause})
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"executions"}, []string{"id", "job_id", "olt_id", "status", "attempt", "poller_id",
 		"scheduled_at", "started_at", "finished_at", "duration_ms", "varbinds", "error", "lease_revision", "node_id", "kind", "priority",
-		"delay_seconds", "dead_lettered_batches", "onus", "failed_onus", "failed_varbinds", "onu_failures"}, pgx.CopyFromRows(rows)); err != nil {
+		"delay_seconds", "dead_lettered_batches", "onus", "failed_onus", "failed_varbinds", "onu_failures", "cause"}, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("copy %d executions: %w", len(rows), err)
 	}
 	return nil

@@ -17,13 +17,14 @@ type execRow struct {
 	Duration                *int64
 	Varbinds                int
 	NodeID                  string
+	Cause                   *string
 }
 
 func (r *rig) execution(id string) execRow {
 	r.t.Helper()
 	var e execRow
-	err := r.pool.QueryRow(context.Background(), `SELECT status, poller_id, error, attempt, lease_revision, scheduled_at, finished_at, duration_ms, varbinds, node_id
-		FROM executions WHERE id = $1`, id).Scan(&e.Status, &e.PollerID, &e.Error, &e.Attempt, &e.Rev, &e.Scheduled, &e.Finished, &e.Duration, &e.Varbinds, &e.NodeID)
+	err := r.pool.QueryRow(context.Background(), `SELECT status, poller_id, error, attempt, lease_revision, scheduled_at, finished_at, duration_ms, varbinds, node_id, cause
+		FROM executions WHERE id = $1`, id).Scan(&e.Status, &e.PollerID, &e.Error, &e.Attempt, &e.Rev, &e.Scheduled, &e.Finished, &e.Duration, &e.Varbinds, &e.NodeID, &e.Cause)
 	if err != nil {
 		r.t.Fatalf("execution %s: %v", id, err)
 	}
@@ -71,7 +72,7 @@ func TestExecutionLifecycle(t *testing.T) {
 		return streams.ExecutionStarted{ExecutionID: "x1", JobID: "job-1", OLTID: "olt-a", PollerID: poller, Attempt: attempt, LeaseRevision: rev, StartedAt: t0}
 	}
 	failed := streams.ExecutionFailed{ExecutionID: "x1", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 5,
-		StartedAt: t0, FinishedAt: t0.Add(2 * time.Second), DurationMS: 2000, Error: "timeout", Retryable: true}
+		StartedAt: t0, FinishedAt: t0.Add(2 * time.Second), DurationMS: 2000, Error: "timeout", Retryable: true, Cause: streams.ExecCauseTimeout}
 	succeeded := streams.ExecutionSucceeded{ExecutionID: "x1", JobID: "job-1", OLTID: "olt-a", PollerID: "p2", Attempt: 2, LeaseRevision: 9,
 		StartedAt: t0.Add(time.Minute), FinishedAt: t0.Add(time.Minute + 3*time.Second), DurationMS: 3000, Varbinds: 64}
 	staleSuccess := streams.ExecutionSucceeded{ExecutionID: "x1", JobID: "job-1", OLTID: "olt-a", PollerID: "p1", Attempt: 1, LeaseRevision: 5,
@@ -84,15 +85,16 @@ func TestExecutionLifecycle(t *testing.T) {
 		status  string
 		attempt int
 		poller  string
+		cause   string // the failed attempt's cause, until a newer attempt
 	}{
-		{"started", streams.PhaseStarted, started(1, 5, "p1"), StatusRunning, 1, "p1"},
-		{"failed", streams.PhaseFailed, failed, StatusFailed, 1, "p1"},
-		{"late started of attempt 1", streams.PhaseStarted, started(1, 5, "p1"), StatusFailed, 1, "p1"},
-		{"retry started", streams.PhaseStarted, started(2, 9, "p2"), StatusRunning, 2, "p2"},
-		{"succeeded", streams.PhaseSucceeded, succeeded, StatusSuccess, 2, "p2"},
-		{"late started of attempt 2", streams.PhaseStarted, started(2, 9, "p2"), StatusSuccess, 2, "p2"},
-		{"stale poller's success", streams.PhaseSucceeded, staleSuccess, StatusSuccess, 2, "p2"},
-		{"stale revision, higher attempt", streams.PhaseStarted, started(3, 4, "p1"), StatusSuccess, 2, "p2"},
+		{"started", streams.PhaseStarted, started(1, 5, "p1"), StatusRunning, 1, "p1", ""},
+		{"failed", streams.PhaseFailed, failed, StatusFailed, 1, "p1", streams.ExecCauseTimeout},
+		{"late started of attempt 1", streams.PhaseStarted, started(1, 5, "p1"), StatusFailed, 1, "p1", streams.ExecCauseTimeout},
+		{"retry started", streams.PhaseStarted, started(2, 9, "p2"), StatusRunning, 2, "p2", ""},
+		{"succeeded", streams.PhaseSucceeded, succeeded, StatusSuccess, 2, "p2", ""},
+		{"late started of attempt 2", streams.PhaseStarted, started(2, 9, "p2"), StatusSuccess, 2, "p2", ""},
+		{"stale poller's success", streams.PhaseSucceeded, staleSuccess, StatusSuccess, 2, "p2", ""},
+		{"stale revision, higher attempt", streams.PhaseStarted, started(3, 4, "p1"), StatusSuccess, 2, "p2", ""},
 	}
 	for _, s := range steps {
 		seq := r.publish(execSubj(s.phase), s.ev)
@@ -100,6 +102,9 @@ func TestExecutionLifecycle(t *testing.T) {
 		e := r.execution("x1")
 		if e.Status != s.status || e.Attempt != s.attempt || e.PollerID != s.poller {
 			t.Fatalf("%s: execution %+v, want %s attempt %d poller %s", s.name, e, s.status, s.attempt, s.poller)
+		}
+		if got := deref(e.Cause); got != s.cause {
+			t.Fatalf("%s: cause %q, want %q", s.name, got, s.cause)
 		}
 	}
 	e := r.execution("x1")
@@ -356,4 +361,11 @@ func TestAbortedAndInterruptedExecutions(t *testing.T) {
 	if e := r.execution("i1"); e.Status != StatusInterrupted {
 		t.Fatalf("i1 %+v after a late failure", e)
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -53,7 +53,8 @@ func (g *workGen) mixedExecs(from, to int) int {
 		failed := func(a int, rev uint64, retryable bool) {
 			exec(streams.SubjectExec(olt, streams.PhaseFailed), streams.ExecutionFailed{ExecutionID: id, JobID: "job-1", OLTID: olt,
 				PollerID: fmt.Sprintf("poller-%d", a), Attempt: a, LeaseRevision: rev, StartedAt: at.Add(time.Duration(a) * time.Second),
-				FinishedAt: at.Add(time.Duration(a)*time.Second + time.Second), DurationMS: 1000, Error: "timeout", Retryable: retryable})
+				FinishedAt: at.Add(time.Duration(a)*time.Second + time.Second), DurationMS: 1000, Error: "timeout", Retryable: retryable,
+				Cause: causeOf(retryable)})
 		}
 		interrupted := func(a int, rev uint64) {
 			exec(streams.SubjectExec(olt, streams.PhaseInterrupted), streams.ExecutionInterrupted{ExecutionID: id, JobID: "job-1", OLTID: olt,
@@ -325,4 +326,13 @@ func TestRebuildONUDataBatchEqualsPerMessage(t *testing.T) {
 			t.Errorf("%s = %d, want at least %d", q, got, min)
 		}
 	}
+}
+
+// causeOf is the cause of a generated failure: both paths must store it
+// alike (and a later attempt or a skip clear it alike).
+func causeOf(retryable bool) string {
+	if retryable {
+		return streams.ExecCauseTimeout
+	}
+	return streams.ExecCauseEmptyRead
 }

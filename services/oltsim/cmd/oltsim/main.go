@@ -74,6 +74,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.IntVar(&o.faults.MaxRPS, "max-rps", 0, "requests per second per OLT; excess dropped (0: no cap)")
 	fs.Float64Var(&o.faults.MalformedPercent, "malformed", 0, "percent of responses sent corrupted")
 	fs.IntVar(&o.faults.MaxVarbinds, "max-varbinds", 0, "requests with more varbinds than this get no answer (0: no limit)")
+	fs.BoolVar(&o.faults.OIDNotIncreasing, "oid-not-increasing", false, "answer GETNEXT/GETBULK with the OIDs asked (a broken agent: walks cannot go on)")
 	fs.DurationVar(&o.life.Interval, "life-interval", 0, "interval of simulated life ticks (0: off)")
 	fs.Float64Var(&o.life.OfflinePercent, "life-offline", 0, "percent chance per tick an online ONU goes offline")
 	fs.Float64Var(&o.life.OnlinePercent, "life-online", 0, "percent chance per tick an offline ONU comes back")
