@@ -145,6 +145,8 @@ func Table() []Identity {
 			Publish:     []string{streams.SubjectAlert("*", streams.AlertStateFiring), streams.SubjectAlert("*", streams.AlertStateResolved)},
 			Ordered:     []string{streams.StreamConfig, streams.StreamONU, streams.StreamExec, streams.StreamOLT, streams.StreamNotify, streams.StreamAlert},
 			ReadMsgs:    []string{streams.StreamAlert, streams.StreamOLT},
+			Consumers: []string{streams.ConsumerAlerterONU, streams.ConsumerAlerterOLT, streams.ConsumerAlerterExec, streams.ConsumerAlerterNotify,
+				streams.ConsumerAlerterConfig, streams.ConsumerAlerterAcks, streams.ConsumerAlerterAlerts},
 		},
 		{
 			Name:            Observer,
