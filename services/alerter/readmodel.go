@@ -38,8 +38,15 @@ func alertsDecoder(m jsrouter.Msg) (projection.Change, error) {
 	seq := int64(m.Seq)
 	switch env.Type {
 	case streams.TypeAlertFiring, streams.TypeAlertResolved:
-		_, a, err := streams.DecodeOn[streams.Alert](m.Subject, m.Data)
-		if err != nil {
+		// Not streams.DecodeOn: Alert's EventType depends on its state,
+		// so a zero Alert names alert.firing and DecodeOn would refuse
+		// every alert.resolved. SubjectChecked checked the envelope
+		// against the subject.
+		var a streams.Alert
+		if err := json.Unmarshal(env.Data, &a); err != nil {
+			return projection.Change{}, fmt.Errorf("%w: %s: %v", streams.ErrMalformed, env.Type, err)
+		}
+		if err := streams.CheckSubjectOf(m.Subject, env, a); err != nil {
 			return projection.Change{}, err
 		}
 		if a.ID == "" || a.Key == "" || a.Rule == "" || a.StartsAt.IsZero() {
