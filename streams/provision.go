@@ -255,7 +255,8 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamNotify, ConsumerAuditorNotifyLog, SubjectsNotifyQuotaViolation, "auditor: QUOTA_VIOLATION coordinator logs", ProjectionAckWait, 10)),
 		// The alerter: its evaluation state and outbox move with each
 		// consumer's checkpoint; the alerts read model.
-		ordered(mk(StreamONU, ConsumerAlerterONU, SubjectsONU, "alerter: ONU rules", ProjectionAckWait, 10)),
+		// Grouped: the alerter evaluates what is waiting in one transaction.
+		grouped(mk(StreamONU, ConsumerAlerterONU, SubjectsONU, "alerter: ONU rules", ProjectionAckWait, 10)),
 		ordered(mk(StreamOLT, ConsumerAlerterOLT, SubjectsOLTAvailability, "alerter: OLT unreachable", ProjectionAckWait, 10)),
 		ordered(mk(StreamExec, ConsumerAlerterExec, SubjectsExec, "alerter: empty reads", ProjectionAckWait, 10)),
 		ordered(mk(StreamNotify, ConsumerAlerterNotify, SubjectsNotify, "alerter: quota violations, auto-disabled OLTs", ProjectionAckWait, 10)),

@@ -106,7 +106,6 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if err != nil {
 		return fmt.Errorf("alerter: %w", err)
 	}
-	router.Handle(streams.StreamONU, streams.ConsumerAlerterONU, a.handler(a.onONU))
 	router.Handle(streams.StreamOLT, streams.ConsumerAlerterOLT, a.handler(a.onAvailability))
 	router.Handle(streams.StreamExec, streams.ConsumerAlerterExec, a.handler(a.onExec))
 	router.Handle(streams.StreamNotify, streams.ConsumerAlerterNotify, a.handler(a.onNotify))
@@ -116,6 +115,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(gctx) })
+	g.Go(func() error { return a.onuLoop(gctx) })
 	g.Go(func() error { return a.watchLeader(gctx, conn) })
 	g.Go(func() error { return a.tickLoop(gctx) })
 	g.Go(func() error { return a.publishLoop(gctx) })
@@ -240,14 +240,6 @@ func (a *alerter) transitions(out []Transition) {
 }
 
 // decode helpers: each returns what to do to the engine, nil to ignore.
-
-func (a *alerter) onONU(m jsrouter.Msg) (func(*Engine), error) {
-	_, ev, err := streams.DecodeOn[streams.ONUChanged](m.Subject, m.Data)
-	if err != nil {
-		return nil, err
-	}
-	return func(e *Engine) { e.OnONU(ev) }, nil
-}
 
 func (a *alerter) onAvailability(m jsrouter.Msg) (func(*Engine), error) {
 	_, ev, err := streams.DecodeOn[streams.OLTAvailability](m.Subject, m.Data)

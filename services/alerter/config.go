@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/facho-olt/facho/streams"
 )
 
 // Config of the alerter. Zero fields take the defaults of WithDefaults.
@@ -41,6 +43,9 @@ type Config struct {
 	FetchWait time.Duration
 	NackDelay time.Duration
 	Source    string
+	// GroupMessages is how many waiting onu.changed events are evaluated
+	// and committed in one transaction at most; default 1000.
+	GroupMessages int
 	// LeaderRetry is how often a standby replica tries to become the
 	// active one; default 2s.
 	LeaderRetry time.Duration
@@ -62,6 +67,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.FetchWait, time.Second)
 	def(&c.NackDelay, 5*time.Second)
 	def(&c.LeaderRetry, 2*time.Second)
+	if c.GroupMessages == 0 {
+		c.GroupMessages = 1000
+	}
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 10
 	}
@@ -120,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.FetchWait < 10*time.Millisecond || c.NackDelay <= 0 || c.LeaderRetry <= 0 {
 		errs = append(errs, errors.New("want fetch wait >= 10ms, nak delay and leader retry > 0"))
+	}
+	if c.GroupMessages < 1 || c.GroupMessages > streams.ProjectionGroupMaxMessages {
+		errs = append(errs, fmt.Errorf("group messages %d: want 1..%d", c.GroupMessages, streams.ProjectionGroupMaxMessages))
 	}
 	l := c.Limits
 	if l.MaxONUs < 1 || l.MaxPONs < 1 || l.MaxOLTs < 1 || l.MaxActive < 1 || l.MaxSilences < 1 {

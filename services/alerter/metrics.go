@@ -15,6 +15,8 @@ type metrics struct {
 	transitions *prometheus.CounterVec
 	published   prometheus.Counter
 	deliveries  *prometheus.CounterVec
+	onuEvents   *prometheus.CounterVec
+	lag         prometheus.Histogram
 }
 
 var (
@@ -34,12 +36,17 @@ func newMetrics(reg prometheus.Registerer, a *alerter) (*metrics, error) {
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_alerter_transitions_total", Help: "Alert events decided, by rule and state."}, []string{"rule", "state"}),
 		published:   prometheus.NewCounter(prometheus.CounterOpts{Name: "facho_alerter_published_total", Help: "Alert events published on FACHO_ALERT."}),
 		deliveries:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_alerter_deliveries_total", Help: "Receiver deliveries by receiver kind and outcome."}, []string{"receiver", "status"}),
+		onuEvents:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_alerter_onu_events_total", Help: "onu.changed events by outcome (applied, skipped: already applied, dead_lettered)."}, []string{"outcome"}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "facho_alerter_onu_lag_seconds", Help: "From an onu.changed's observed_at (the poll that saw the change) to its evaluation committed.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 1.5, 30),
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	err := errors.Join(jsrouter.Register(reg, &m.evalSeconds), jsrouter.Register(reg, &m.transitions), jsrouter.Register(reg, &m.published),
-		jsrouter.Register(reg, &m.deliveries), reg.Register(collector{a}))
+		jsrouter.Register(reg, &m.deliveries), jsrouter.Register(reg, &m.onuEvents), jsrouter.Register(reg, &m.lag), reg.Register(collector{a}))
 	if err != nil {
 		return nil, err
 	}
