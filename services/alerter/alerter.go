@@ -419,18 +419,49 @@ func (a *alerter) publishPending(ctx context.Context) error {
 		if len(rs) == 0 {
 			return nil
 		}
+		// Published in order on one connection, acknowledged together,
+		// then marked with one statement.
+		futures := make([]jetstream.PubAckFuture, 0, len(rs))
+		seqs := make([]int64, 0, len(rs))
 		for _, r := range rs {
-			pctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
-			_, err := a.deps.JS.Publish(pctx, r.subject, r.payload, jetstream.WithMsgID(r.msgID))
-			cancel()
+			f, err := a.deps.JS.PublishAsync(r.subject, r.payload, jetstream.WithMsgID(r.msgID))
 			if err != nil {
 				return fmt.Errorf("publish %s: %w", r.msgID, err)
 			}
-			if _, err := a.deps.DB.Exec(ctx, `UPDATE alerter_outbox SET published_at = now() WHERE seq = $1`, r.seq); err != nil {
-				return fmt.Errorf("mark %s published: %w", r.msgID, err)
+			futures = append(futures, f)
+		}
+		timeout := time.After(a.cfg.Timeout)
+		for i, f := range futures {
+			select {
+			case <-f.Ok():
+				seqs = append(seqs, rs[i].seq)
+			case err := <-f.Err():
+				a.markPublished(ctx, seqs)
+				return fmt.Errorf("publish %s: %w", rs[i].msgID, err)
+			case <-timeout:
+				a.markPublished(ctx, seqs)
+				return fmt.Errorf("publish %s: no acknowledgement within %s", rs[i].msgID, a.cfg.Timeout)
+			case <-ctx.Done():
+				return nil
 			}
-			a.m.published.Inc()
+		}
+		if err := a.markPublished(ctx, seqs); err != nil {
+			return err
 		}
 		a.kickDeliveries()
 	}
+}
+
+// markPublished records that the outbox rows seqs were stored in
+// FACHO_ALERT (a crash before it re-publishes them: the Nats-Msg-Id
+// makes that a no-op inside the duplicate window).
+func (a *alerter) markPublished(ctx context.Context, seqs []int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	if _, err := a.deps.DB.Exec(ctx, `UPDATE alerter_outbox SET published_at = now() WHERE seq = ANY ($1)`, seqs); err != nil {
+		return fmt.Errorf("mark %d alert events published: %w", len(seqs), err)
+	}
+	a.m.published.Add(float64(len(seqs)))
+	return nil
 }

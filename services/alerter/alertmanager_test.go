@@ -16,7 +16,7 @@ import (
 )
 
 // amBinary is the Debian package prometheus-alertmanager's binary.
-func amBinary(t *testing.T) string {
+func amBinary(t testing.TB) string {
 	for _, p := range []string{os.Getenv("FACHO_ALERTMANAGER_BIN"), "/usr/bin/prometheus-alertmanager", "/usr/bin/alertmanager"} {
 		if p == "" {
 			continue
@@ -32,7 +32,7 @@ func amBinary(t *testing.T) string {
 	return ""
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ type fachoDelivery struct {
 	Body                 []byte
 }
 
-func newReceiver(t *testing.T) *receiver {
+func newReceiver(t testing.TB) *receiver {
 	r := &receiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
@@ -90,7 +90,7 @@ func newReceiver(t *testing.T) *receiver {
 // startAlertmanager runs a real Alertmanager on a free port whose webhook
 // receiver posts to rcv, grouped by alertname, OLT and PON, with short
 // waits; it returns its base URL.
-func startAlertmanager(t *testing.T, rcv *receiver) string {
+func startAlertmanager(t testing.TB, rcv *receiver) string {
 	bin := amBinary(t)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`route:

@@ -22,7 +22,7 @@ import (
 	"github.com/facho-olt/facho/streams"
 )
 
-func publish(t *testing.T, js jetstream.JetStream, subject string, at time.Time, ev streams.Event) {
+func publish(t testing.TB, js jetstream.JetStream, subject string, at time.Time, ev streams.Event) {
 	t.Helper()
 	b, err := streams.Encode("test", at, ev)
 	if err != nil {
@@ -36,7 +36,7 @@ func publish(t *testing.T, js jetstream.JetStream, subject string, at time.Time,
 func fp(v float64) *float64 { return &v }
 
 // onu publishes an onu.changed of olt-1 as the projector does.
-func onu(t *testing.T, js jetstream.JetStream, pon, id int64, status string, rx *float64, at time.Time) {
+func onu(t testing.TB, js jetstream.JetStream, pon, id int64, status string, rx *float64, at time.Time) {
 	t.Helper()
 	ev := streams.ONUChanged{OLTID: "olt-1", PonIndex: pon, ONUID: id, Change: streams.ONUStatusChanged,
 		Current:     streams.ONUState{Serial: fmt.Sprintf("HWTC%04d%04d", pon, id), Description: fmt.Sprintf("cliente %d-%d", pon, id), Status: status, RxPowerDBm: rx, PortName: fmt.Sprintf("0/1/%d", pon)},
@@ -49,16 +49,19 @@ type running struct {
 	reg  *prometheus.Registry
 }
 
-func startAlerter(t *testing.T, js jetstream.JetStream, db *pgxpool.Pool, box *secret.Box, amURL string) running {
+func startAlerter(t testing.TB, js jetstream.JetStream, db *pgxpool.Pool, box *secret.Box, amURL string) running {
+	return startAlerterWith(t, js, db, box, amURL, prometheus.NewRegistry())
+}
+
+func startAlerterWith(t testing.TB, js jetstream.JetStream, db *pgxpool.Pool, box *secret.Box, amURL string, reg *prometheus.Registry) running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	hold := 500 * time.Millisecond
 	cfg := alerter.Config{
-		AlertmanagerURLs: []string{amURL}, ResendInterval: time.Second, Tick: 50 * time.Millisecond,
+		AlertmanagerURLs: alerter.ParseURLs(amURL), ResendInterval: time.Second, Tick: 50 * time.Millisecond,
 		FetchWait: 100 * time.Millisecond, NackDelay: 200 * time.Millisecond, Backoff: 100 * time.Millisecond, LeaderRetry: 100 * time.Millisecond,
 		Rules: alerter.Rules{Global: alerter.Override{ONUDownHold: &hold}},
 	}
-	reg := prometheus.NewRegistry()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -70,7 +73,7 @@ func startAlerter(t *testing.T, js jetstream.JetStream, db *pgxpool.Pool, box *s
 	return running{stop: func() { cancel(); wg.Wait() }, reg: reg}
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
+func waitFor(t testing.TB, what string, d time.Duration, ok func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(d); !ok(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -264,7 +267,7 @@ func equalCounts(a, b map[string]int) bool {
 	return true
 }
 
-func gauge(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {

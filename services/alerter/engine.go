@@ -132,9 +132,10 @@ type Engine struct {
 
 	// Indexes (not persisted, rebuilt on load): held onu_down alerts,
 	// flapping ONUs, alerts with an Until.
-	pending  map[string]struct{}
-	flapping map[string]ONUKey
-	timed    map[string]struct{}
+	pending      map[string]struct{}
+	pendingByPON map[ponKey]map[string]struct{}
+	flapping     map[string]ONUKey
+	timed        map[string]struct{}
 
 	dirty   map[stateID]bool
 	out     []Transition
@@ -151,7 +152,7 @@ func NewEngine(rules Rules, limits Limits) *Engine {
 		rules: rules, limits: limits,
 		onus: map[ONUKey]*onuState{}, pons: map[ponKey]*ponState{}, olts: map[string]*oltState{},
 		brands: map[string]string{}, silences: map[string]streams.SilenceUpserted{}, active: map[string]*activeAlert{},
-		pending: map[string]struct{}{}, flapping: map[string]ONUKey{}, timed: map[string]struct{}{},
+		pending: map[string]struct{}{}, pendingByPON: map[ponKey]map[string]struct{}{}, flapping: map[string]ONUKey{}, timed: map[string]struct{}{},
 		dirty: map[stateID]bool{},
 	}
 }
@@ -406,11 +407,14 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 		e.touchPON(pk)
 		id := e.active[a.Key].A.ID
 		// The held down alerts of its ONUs fire now, under it.
-		for _, key := range sortedSet(e.pending) {
-			h := e.active[key]
-			if h.A.OLTID == p.OLT && h.A.PonIndex != nil && *h.A.PonIndex == p.PON {
+		for _, d := range p.Recent {
+			key := alertKey(streams.RuleONUDown, ONUKey{p.OLT, p.PON, d.ONU})
+			if h, ok := e.active[key]; ok && h.Pending {
 				e.release(key, true, id, at)
 			}
+		}
+		for _, key := range sortedSet(e.pendingByPON[pk]) {
+			e.release(key, true, id, at)
 		}
 		if ol := e.olts[p.OLT]; ol != nil {
 			ol.PONsOut++
@@ -747,7 +751,7 @@ func (e *Engine) OnAck(ack streams.AlertAcknowledged) {
 // Tick fires the held down alerts whose hold ended, resolves flapping
 // ONUs that calmed down and point alerts whose time is up.
 func (e *Engine) Tick(now time.Time) {
-	for _, key := range sortedSet(e.pending) {
+	for key := range e.pending { // releasing deletes from it: allowed while ranging
 		a := e.active[key]
 		if now.Sub(a.A.StartsAt) < e.thresholds(a.A.OLTID).ONUDownHold {
 			continue
@@ -864,14 +868,36 @@ func (e *Engine) hold(a streams.Alert) {
 	}
 	a.ID = AlertID(a.Key, a.StartsAt)
 	e.active[a.Key] = &activeAlert{A: a, Pending: true}
-	e.pending[a.Key] = struct{}{}
+	e.addPending(a)
 	e.touchAlert(a.Key)
+}
+
+func (e *Engine) addPending(a streams.Alert) {
+	e.pending[a.Key] = struct{}{}
+	if a.PonIndex != nil {
+		pk := ponKey{a.OLTID, *a.PonIndex}
+		if e.pendingByPON[pk] == nil {
+			e.pendingByPON[pk] = map[string]struct{}{}
+		}
+		e.pendingByPON[pk][a.Key] = struct{}{}
+	}
+}
+
+func (e *Engine) dropPending(a streams.Alert) {
+	delete(e.pending, a.Key)
+	if a.PonIndex != nil {
+		pk := ponKey{a.OLTID, *a.PonIndex}
+		delete(e.pendingByPON[pk], a.Key)
+		if len(e.pendingByPON[pk]) == 0 {
+			delete(e.pendingByPON, pk)
+		}
+	}
 }
 
 // release fires a held alert.
 func (e *Engine) release(key string, inhibited bool, incident string, at time.Time) {
 	h := e.active[key]
-	delete(e.pending, key)
+	e.dropPending(h.A)
 	delete(e.active, key)
 	a := h.A
 	if inhibited {
@@ -887,7 +913,7 @@ func (e *Engine) resolve(key string, at time.Time) {
 		return
 	}
 	delete(e.active, key)
-	delete(e.pending, key)
+	e.dropPending(a.A)
 	delete(e.flapping, key)
 	delete(e.timed, key)
 	e.touchAlert(key)

@@ -81,7 +81,7 @@ func (e *Engine) restore(kind, key string, b []byte) error {
 		e.active[key] = &a
 		switch {
 		case a.Pending:
-			e.pending[key] = struct{}{}
+			e.addPending(a.A)
 		case a.A.Rule == streams.RuleONUFlapping && a.A.PonIndex != nil && a.A.ONUID != nil:
 			e.flapping[key] = ONUKey{a.A.OLTID, *a.A.PonIndex, *a.A.ONUID}
 		}
@@ -155,25 +155,30 @@ func parseONUID(s string) (ONUKey, error) {
 }
 
 // persist writes what changed and the transitions' outbox rows (and their
-// deliveries) in tx.
+// deliveries) in tx: one statement per table whatever the group's size
+// (arrays unnested), so a group of a thousand ONU changes costs a few
+// statements.
 func (e *Engine) persist(ctx context.Context, tx pgx.Tx, dirty map[stateID]bool, out []Transition, source string, amEnabled bool) error {
-	b := &pgx.Batch{}
+	var upKinds, upKeys, delKinds, delKeys []string
+	var upStates [][]byte
 	for id := range dirty {
 		v, err := e.value(id)
 		if err != nil {
 			return err
 		}
 		if v == nil {
-			b.Queue(`DELETE FROM alerter_state WHERE kind = $1 AND key = $2`, id.Kind, id.Key)
+			delKinds, delKeys = append(delKinds, id.Kind), append(delKeys, id.Key)
 			continue
 		}
 		js, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("encode %s %s: %w", id.Kind, id.Key, err)
 		}
-		b.Queue(`INSERT INTO alerter_state (kind, key, state) VALUES ($1, $2, $3)
-			ON CONFLICT (kind, key) DO UPDATE SET state = excluded.state`, id.Kind, id.Key, js)
+		upKinds, upKeys, upStates = append(upKinds, id.Kind), append(upKeys, id.Key), append(upStates, js)
 	}
+	var msgIDs, alertIDs, states, subjects, notifyIDs, notifyTypes []string
+	var payloads [][]byte
+	var notify []bool
 	for _, t := range out {
 		a := t.Alert
 		msgID := "alert:" + a.ID + ":" + a.State
@@ -181,16 +186,32 @@ func (e *Engine) persist(ctx context.Context, tx pgx.Tx, dirty map[stateID]bool,
 		if err != nil {
 			return fmt.Errorf("encode alert %s: %w", msgID, err)
 		}
-		b.Queue(`INSERT INTO alerter_outbox (msg_id, alert_id, state, subject, payload, notify) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (msg_id) DO NOTHING`, msgID, a.ID, a.State, streams.SubjectAlert(a.OLTID, a.State), payload, t.Notify)
-		if !t.Notify {
-			continue
+		msgIDs, alertIDs, states = append(msgIDs, msgID), append(alertIDs, a.ID), append(states, a.State)
+		subjects, payloads, notify = append(subjects, streams.SubjectAlert(a.OLTID, a.State)), append(payloads, payload), append(notify, t.Notify)
+		if t.Notify {
+			notifyIDs, notifyTypes = append(notifyIDs, msgID), append(notifyTypes, a.EventType())
 		}
+	}
+	b := &pgx.Batch{}
+	if len(upKeys) > 0 {
+		b.Queue(`INSERT INTO alerter_state (kind, key, state) SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[])
+			ON CONFLICT (kind, key) DO UPDATE SET state = excluded.state`, upKinds, upKeys, upStates)
+	}
+	if len(delKeys) > 0 {
+		b.Queue(`DELETE FROM alerter_state s USING unnest($1::text[], $2::text[]) AS d(kind, key) WHERE s.kind = d.kind AND s.key = d.key`, delKinds, delKeys)
+	}
+	if len(msgIDs) > 0 {
+		// WITH ORDINALITY keeps the transitions' order in seq.
+		b.Queue(`INSERT INTO alerter_outbox (msg_id, alert_id, state, subject, payload, notify)
+			SELECT m, a, s, sub, p, n FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::boolean[]) WITH ORDINALITY AS x(m, a, s, sub, p, n, i)
+			ORDER BY i ON CONFLICT (msg_id) DO NOTHING`, msgIDs, alertIDs, states, subjects, payloads, notify)
+	}
+	if len(notifyIDs) > 0 {
 		b.Queue(`INSERT INTO alerter_deliveries (msg_id, receiver)
-			SELECT $1, 'webhook:' || id FROM webhooks WHERE enabled AND $2 = ANY (events)
-			ON CONFLICT DO NOTHING`, msgID, a.EventType())
+			SELECT x.m, 'webhook:' || w.id FROM unnest($1::text[], $2::text[]) AS x(m, t) JOIN webhooks w ON w.enabled AND x.t = ANY (w.events)
+			ON CONFLICT DO NOTHING`, notifyIDs, notifyTypes)
 		if amEnabled {
-			b.Queue(`INSERT INTO alerter_deliveries (msg_id, receiver) VALUES ($1, $2) ON CONFLICT DO NOTHING`, msgID, receiverAlertmanager)
+			b.Queue(`INSERT INTO alerter_deliveries (msg_id, receiver) SELECT m, $2 FROM unnest($1::text[]) AS m ON CONFLICT DO NOTHING`, notifyIDs, receiverAlertmanager)
 		}
 	}
 	if b.Len() == 0 {
