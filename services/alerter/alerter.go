@@ -349,15 +349,38 @@ func (a *alerter) onAck(m jsrouter.Msg) (func(*Engine), error) {
 func (a *alerter) tickLoop(ctx context.Context) error {
 	t := time.NewTicker(a.cfg.Tick)
 	defer t.Stop()
+	nextCleanup := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
+		if time.Now().After(nextCleanup) {
+			nextCleanup = time.Now().Add(time.Hour)
+			a.cleanup(ctx)
+		}
 		if err := a.tick(ctx); err != nil && ctx.Err() == nil {
 			a.deps.Log.Warn().Err(err).Msg("alerter tick")
 		}
+	}
+}
+
+// cleanup deletes outbox rows published more than OutboxRetention ago
+// whose deliveries all ended (FACHO_ALERT and the alerts table keep the
+// events).
+func (a *alerter) cleanup(ctx context.Context) {
+	tag, err := a.deps.DB.Exec(ctx, `DELETE FROM alerter_outbox o WHERE published_at < now() - $1::interval
+		AND NOT EXISTS (SELECT 1 FROM alerter_deliveries d WHERE d.msg_id = o.msg_id AND d.status = 'pending')`,
+		fmt.Sprintf("%d seconds", int64(a.cfg.OutboxRetention.Seconds())))
+	if err != nil {
+		if ctx.Err() == nil {
+			a.deps.Log.Warn().Err(err).Msg("alert outbox cleanup")
+		}
+		return
+	}
+	if n := tag.RowsAffected(); n > 0 {
+		a.deps.Log.Info().Int64("deleted", n).Msg("alert outbox cleanup")
 	}
 }
 

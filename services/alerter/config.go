@@ -43,6 +43,9 @@ type Config struct {
 	FetchWait time.Duration
 	NackDelay time.Duration
 	Source    string
+	// OutboxRetention: published alert events whose deliveries ended are
+	// deleted from the outbox after it; default 7 days.
+	OutboxRetention time.Duration
 	// GroupMessages is how many waiting onu.changed events are evaluated
 	// and committed in one transaction at most; default 1000.
 	GroupMessages int
@@ -67,6 +70,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.FetchWait, time.Second)
 	def(&c.NackDelay, 5*time.Second)
 	def(&c.LeaderRetry, 2*time.Second)
+	def(&c.OutboxRetention, 7*24*time.Hour)
 	if c.GroupMessages == 0 {
 		c.GroupMessages = 1000
 	}
@@ -119,6 +123,9 @@ func (c Config) Validate() error {
 	}
 	if c.Tick < 10*time.Millisecond || c.Tick > time.Minute {
 		errs = append(errs, fmt.Errorf("tick %s: want 10ms..1m", c.Tick))
+	}
+	if c.OutboxRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("outbox retention %s: want >= 1h", c.OutboxRetention))
 	}
 	if c.QuotaAlertTTL < time.Minute {
 		errs = append(errs, fmt.Errorf("quota alert ttl %s: want >= 1m", c.QuotaAlertTTL))

@@ -178,9 +178,13 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("facho_pon_onus down of the cut PON = %g, want 16", v)
 	}
 
-	// A restart in the middle: nothing is sent twice.
+	// A second replica starts (standing by: one holds the lock), then the
+	// first one stops in the middle: the second takes over, and nothing
+	// is sent twice.
+	second := startAlerter(t, ajs, db, box, amURL)
+	time.Sleep(500 * time.Millisecond)
 	run.stop()
-	run = startAlerter(t, ajs, db, box, amURL)
+	run = second
 	time.Sleep(2 * time.Second) // a re-send period of the new replica
 	back := time.Now().UTC()
 	for i := int64(1); i <= 16; i++ {
