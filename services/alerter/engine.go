@@ -364,10 +364,18 @@ func (e *Engine) onuDown(o *onuState, at time.Time, th Thresholds, transition bo
 // none.
 func (e *Engine) incidentOf(o *onuState) string {
 	if p := e.pons[ponKey{o.OLT, o.PON}]; p != nil && p.Incident != "" {
-		return e.active[p.Incident].A.ID
+		return e.idOf(p.Incident)
 	}
 	if ol := e.olts[o.OLT]; ol != nil && ol.Incident != "" {
-		return e.active[ol.Incident].A.ID
+		return e.idOf(ol.Incident)
+	}
+	return ""
+}
+
+// idOf is the id of the active alert under key, "" none.
+func (e *Engine) idOf(key string) string {
+	if a, ok := e.active[key]; ok {
+		return a.A.ID
 	}
 	return ""
 }
@@ -400,12 +408,15 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 		a.Summary = fmt.Sprintf("PON %s of OLT %s: %d of %d ONUs down (probable fiber cut)", a.Pon, e.oltName(p.OLT), n, p.Members)
 		inc := ""
 		if ol := e.olts[p.OLT]; ol != nil && ol.Incident != "" {
-			inc = e.active[ol.Incident].A.ID
+			inc = e.idOf(ol.Incident)
 		}
 		e.fire(a, inc != "", inc)
+		id := e.idOf(a.Key)
+		if id == "" {
+			return // not recorded (MaxActive): counted in Dropped
+		}
 		p.Incident = a.Key
 		e.touchPON(pk)
-		id := e.active[a.Key].A.ID
 		// The held down alerts of its ONUs fire now, under it.
 		for _, d := range p.Recent {
 			key := alertKey(streams.RuleONUDown, ONUKey{p.OLT, p.PON, d.ONU})
@@ -463,8 +474,10 @@ func (e *Engine) checkOLT(ol *oltState, at time.Time, th Thresholds) {
 		a.Value, a.Unit = &v, "pons"
 		a.Summary = fmt.Sprintf("OLT %s: %d of %d PONs in outage", e.oltName(ol.ID), ol.PONsOut, ol.PONs)
 		e.fire(a, false, "")
-		ol.Incident = a.Key
-		e.touchOLT(ol.ID)
+		if e.idOf(a.Key) != "" {
+			ol.Incident = a.Key
+			e.touchOLT(ol.ID)
+		}
 	case !on && ol.Incident != "":
 		e.resolve(ol.Incident, at)
 		ol.Incident = ""
@@ -752,7 +765,11 @@ func (e *Engine) OnAck(ack streams.AlertAcknowledged) {
 // ONUs that calmed down and point alerts whose time is up.
 func (e *Engine) Tick(now time.Time) {
 	for key := range e.pending { // releasing deletes from it: allowed while ranging
-		a := e.active[key]
+		a, ok := e.active[key]
+		if !ok {
+			delete(e.pending, key)
+			continue
+		}
 		if now.Sub(a.A.StartsAt) < e.thresholds(a.A.OLTID).ONUDownHold {
 			continue
 		}
@@ -896,7 +913,11 @@ func (e *Engine) dropPending(a streams.Alert) {
 
 // release fires a held alert.
 func (e *Engine) release(key string, inhibited bool, incident string, at time.Time) {
-	h := e.active[key]
+	h, ok := e.active[key]
+	if !ok {
+		delete(e.pending, key)
+		return
+	}
 	e.dropPending(h.A)
 	delete(e.active, key)
 	a := h.A

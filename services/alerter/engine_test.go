@@ -275,6 +275,32 @@ func TestEngineBounds(t *testing.T) {
 	}
 }
 
+// Bounds: with room for few alerts, a fiber cut and its return record
+// what fits and panic nowhere.
+func TestEngineAlertBound(t *testing.T) {
+	l := testLimits()
+	l.MaxActive = 3
+	e := NewEngine(Rules{}, l)
+	for p := int64(1); p <= 3; p++ {
+		seedPON(e, p, 8, t0)
+	}
+	for p := int64(1); p <= 3; p++ {
+		for i := int64(1); i <= 8; i++ {
+			e.OnONU(onuEv(p, i, "LOS", nil, t0.Add(time.Minute)))
+		}
+	}
+	e.Tick(t0.Add(time.Hour))
+	for p := int64(1); p <= 3; p++ {
+		for i := int64(1); i <= 8; i++ {
+			e.OnONU(onuEv(p, i, "ONLINE", f(-20), t0.Add(2*time.Hour)))
+		}
+	}
+	e.Tick(t0.Add(3 * time.Hour))
+	if len(e.active) != 0 || e.Dropped == 0 {
+		t.Errorf("%d alerts left active, %d dropped; want 0 and some", len(e.active), e.Dropped)
+	}
+}
+
 func TestRulesLayers(t *testing.T) {
 	low30, low25 := -30.0, -25.0
 	r := Rules{
