@@ -161,9 +161,9 @@ func BenchmarkScale(b *testing.B) {
 				down[key] = !down[key]
 				pub(fmt.Sprintf("olt-%d", o), key[1], key[2], st, time.Now().UTC())
 				events++
-			}
-			if o%40 == 39 {
-				flush()
+				if events%2000 == 0 {
+					flush()
+				}
 			}
 			if interval > 0 {
 				flush()

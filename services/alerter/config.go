@@ -30,7 +30,8 @@ type Config struct {
 	Tick time.Duration
 	// QuotaAlertTTL: a quota_violation alert resolves after it; default 1h.
 	QuotaAlertTTL time.Duration
-	// PONGauges turns the per-PON gauges on (default on; see PONGaugesOff).
+	// PONGaugesOff turns the per-PON gauges (facho_pon_onus,
+	// facho_pon_rx_dbm) off; they are on by default.
 	PONGaugesOff bool
 	// Limits bound the evaluation state.
 	Limits Limits
