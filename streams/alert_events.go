@@ -151,3 +151,32 @@ type SilenceDeleted struct {
 }
 
 func (SilenceDeleted) EventType() string { return TypeSilenceDeleted }
+
+// The alerter's durable consumers (services/alerter): one per input
+// stream, each applied with its checkpoint and the evaluation state in one
+// transaction, and the alerts read model's.
+const (
+	ConsumerAlerterONU    = "alerter-onu"
+	ConsumerAlerterOLT    = "alerter-olt"
+	ConsumerAlerterExec   = "alerter-exec"
+	ConsumerAlerterNotify = "alerter-notify"
+	ConsumerAlerterConfig = "alerter-config"
+	ConsumerAlerterAcks   = "alerter-acks"
+	ConsumerAlerterAlerts = "alerter-alerts"
+)
+
+// SubjectsAlertAcknowledged is every acknowledgement.
+const SubjectsAlertAcknowledged = "facho.alert.*." + AlertStateAcknowledged
+
+// Webhook event kinds of alerts: a webhook subscribed to them receives
+// the alert.firing / alert.resolved envelopes, signed.
+const (
+	NotifyAlertFiring   = TypeAlertFiring
+	NotifyAlertResolved = TypeAlertResolved
+)
+
+// WebhookKinds lists what a webhook may subscribe to: the notification
+// kinds and the alert events.
+func WebhookKinds() []string {
+	return append(NotifyKinds(), NotifyAlertFiring, NotifyAlertResolved)
+}

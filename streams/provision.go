@@ -253,6 +253,16 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamAudit, ConsumerAuditorQuotaAudit, SubjectsAudit, "auditor: OLT_DISABLED interrupts quotas and is notified", ProjectionAckWait, 10)),
 		ordered(mk(StreamNotify, ConsumerAuditorNotify, SubjectsNotifyQuotaViolation, "auditor: quota_violations", ProjectionAckWait, 10)),
 		ordered(mk(StreamNotify, ConsumerAuditorNotifyLog, SubjectsNotifyQuotaViolation, "auditor: QUOTA_VIOLATION coordinator logs", ProjectionAckWait, 10)),
+		// The alerter: its evaluation state and outbox move with each
+		// consumer's checkpoint; the alerts read model.
+		// Grouped: the alerter evaluates what is waiting in one transaction.
+		grouped(mk(StreamONU, ConsumerAlerterONU, SubjectsONU, "alerter: ONU rules", ProjectionAckWait, 10)),
+		ordered(mk(StreamOLT, ConsumerAlerterOLT, SubjectsOLTAvailability, "alerter: OLT unreachable", ProjectionAckWait, 10)),
+		ordered(mk(StreamExec, ConsumerAlerterExec, SubjectsExec, "alerter: empty reads", ProjectionAckWait, 10)),
+		ordered(mk(StreamNotify, ConsumerAlerterNotify, SubjectsNotify, "alerter: quota violations, auto-disabled OLTs", ProjectionAckWait, 10)),
+		ordered(mk(StreamConfig, ConsumerAlerterConfig, SubjectsConfig, "alerter: OLT names, brands, silences", ProjectionAckWait, 10)),
+		ordered(mk(StreamAlert, ConsumerAlerterAcks, SubjectsAlertAcknowledged, "alerter: acknowledgements", ProjectionAckWait, 10)),
+		ordered(mk(StreamAlert, ConsumerAlerterAlerts, SubjectsAlert, "alerter: alerts read model", ProjectionAckWait, 10)),
 	)
 }
 

@@ -174,6 +174,8 @@ func Table() []Identity {
 			Publish:     []string{streams.SubjectAlert("*", streams.AlertStateFiring), streams.SubjectAlert("*", streams.AlertStateResolved)},
 			Ordered:     []string{streams.StreamConfig, streams.StreamONU, streams.StreamExec, streams.StreamOLT, streams.StreamNotify, streams.StreamAlert},
 			ReadMsgs:    []string{streams.StreamAlert, streams.StreamOLT},
+			Consumers: []string{streams.ConsumerAlerterONU, streams.ConsumerAlerterOLT, streams.ConsumerAlerterExec, streams.ConsumerAlerterNotify,
+				streams.ConsumerAlerterConfig, streams.ConsumerAlerterAcks, streams.ConsumerAlerterAlerts},
 		},
 		// People read through JetStream only (ordered consumers, direct
 		// gets), never with core subscriptions on the event subjects: a

@@ -64,13 +64,13 @@ func checkWebhookURL(v string) *apiError {
 
 func checkWebhookEvents(events []string) ([]string, *apiError) {
 	if len(events) == 0 {
-		return nil, badField("events", "events must list at least one of %s", strings.Join(streams.NotifyKinds(), ", "))
+		return nil, badField("events", "events must list at least one of %s", strings.Join(streams.WebhookKinds(), ", "))
 	}
 	seen := map[string]bool{}
 	var out []string
 	for _, e := range events {
-		if !oneOf(e, streams.NotifyKinds()) {
-			return nil, badField("events", "events: %q is not one of %s", e, strings.Join(streams.NotifyKinds(), ", "))
+		if !oneOf(e, streams.WebhookKinds()) {
+			return nil, badField("events", "events: %q is not one of %s", e, strings.Join(streams.WebhookKinds(), ", "))
 		}
 		if !seen[e] {
 			seen[e] = true

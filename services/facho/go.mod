@@ -5,6 +5,7 @@ go 1.26.0
 replace (
 	github.com/facho-olt/facho/migrations => ../../migrations
 	github.com/facho-olt/facho/pkg => ../../pkg
+	github.com/facho-olt/facho/services/alerter => ../alerter
 	github.com/facho-olt/facho/services/api => ../api
 	github.com/facho-olt/facho/services/auditor => ../auditor
 	github.com/facho-olt/facho/services/oltsim => ../oltsim
@@ -17,6 +18,7 @@ replace (
 require (
 	github.com/chromedp/chromedp v0.14.2
 	github.com/facho-olt/facho/pkg v0.0.0-00010101000000-000000000000
+	github.com/facho-olt/facho/services/alerter v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/api v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/auditor v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/oltsim v0.0.0-00010101000000-000000000000

@@ -28,6 +28,7 @@ import (
 	"github.com/facho-olt/facho/pkg/pgboot"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/services/alerter"
 	"github.com/facho-olt/facho/services/api"
 	"github.com/facho-olt/facho/services/api/auth"
 	"github.com/facho-olt/facho/services/auditor"
@@ -74,6 +75,9 @@ type Config struct {
 	Auditor   auditor.Config
 	// Fleet is the simulated OLTs (none: no simulator).
 	Fleet oltsim.FleetConfig
+	// Alerter evaluates the alert rules (its /metrics on MetricsPort +
+	// Pollers + 4); AlertmanagerURLs in it point it at an Alertmanager.
+	Alerter alerter.Config
 }
 
 // DevHistoryRetention is how long `facho dev` keeps onu_history rows.
@@ -128,6 +132,9 @@ func (c Config) Validate() error {
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		errs = append(errs, fmt.Errorf("nats port %d: want 1..65535 (-1: any free port)", c.NATSPort))
+	}
+	if err := c.Alerter.WithDefaults().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -404,6 +411,11 @@ func (s *Stack) startServices(ctx context.Context) error {
 	}
 	if err := s.goService(ctx, "auditor", natsauth.Auditor, s.port(2+s.cfg.Pollers), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
 		return auditor.Run(ctx, s.cfg.Auditor, auditor.Deps{JS: js, DB: s.DB, Log: log, Registry: reg, Box: s.Box})
+	}); err != nil {
+		return err
+	}
+	if err := s.goService(ctx, "alerter", natsauth.Alerter, s.port(4+s.cfg.Pollers), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
+		return alerter.Run(ctx, s.cfg.Alerter, alerter.Deps{JS: js, DB: s.DB, Log: log, Registry: reg, Box: s.Box})
 	}); err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/facho-olt/facho/pkg/pgboot"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/services/alerter"
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/facho-olt/facho/services/planner"
@@ -190,6 +191,8 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	firstRun := fs.Duration("first-run", 3*time.Second, "delay before a newly planned node first runs (production default 60s)")
 	pollers := fs.Int("pollers", 2, "poller instances")
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
+	alertmanagerURL := fs.String("alertmanager-url", getenv("FACHO_ALERTMANAGER_URL"), "Alertmanager base URL(s) the alerter posts to, comma-separated (FACHO_ALERTMANAGER_URL; default none)")
+	alertRules := fs.String("alert-rules", getenv("FACHO_ALERT_RULES"), "alert rules YAML file (FACHO_ALERT_RULES; default: the shipped thresholds)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: facho dev [flags]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -245,6 +248,10 @@ environment:
 		// A handful of demo OLTs: no spreading of first runs, the demo's
 		// first discovery comes FirstRunDelay after start.
 		Planner: planner.Config{FirstRunDelay: *firstRun, FirstRunSpread: -1},
+	}
+	cfg.Alerter.AlertmanagerURLs = alerter.ParseURLs(*alertmanagerURL)
+	if cfg.Alerter.Rules, err = alerter.LoadRules(*alertRules); err != nil {
+		return err
 	}
 	for i := 0; i < *olts; i++ {
 		cfg.Fleet.OLTs = append(cfg.Fleet.OLTs, oltsim.OLTConfig{

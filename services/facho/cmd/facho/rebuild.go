@@ -15,6 +15,7 @@ import (
 	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/pkg/replay"
 	"github.com/facho-olt/facho/pkg/telemetry"
+	"github.com/facho-olt/facho/services/alerter"
 	"github.com/facho-olt/facho/services/auditor"
 	"github.com/facho-olt/facho/services/projector"
 )
@@ -46,7 +47,7 @@ func readModels(log zerolog.Logger, getenv func(string) string) (*projection.Reg
 	if err != nil {
 		return nil, err
 	}
-	if err := reg.Register(append(pm, am...)...); err != nil {
+	if err := reg.Register(append(append(pm, am...), alerter.ReadModels()...)...); err != nil {
 		return nil, err
 	}
 	return &reg, nil

@@ -1,0 +1,377 @@
+package alerter
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/facho-olt/facho/streams"
+)
+
+var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+
+func testLimits() Limits {
+	return Limits{MaxONUs: 10000, MaxPONs: 1000, MaxOLTs: 100, MaxActive: 10000, MaxSilences: 100}
+}
+
+func f(v float64) *float64 { return &v }
+
+// onuEv is an onu.changed of ONU onu on PON pon of olt-1.
+func onuEv(pon, onu int64, status string, rx *float64, at time.Time) streams.ONUChanged {
+	return streams.ONUChanged{OLTID: "olt-1", PonIndex: pon, ONUID: onu, Change: streams.ONUStatusChanged,
+		Current: streams.ONUState{Serial: "SN" + string(rune('A'+onu%26)), Status: status, RxPowerDBm: rx}, ExecutionID: "e", ObservedAt: at}
+}
+
+// count tallies transitions by rule/state/notify.
+func count(out []Transition) map[string]int {
+	m := map[string]int{}
+	for _, t := range out {
+		k := t.Alert.Rule + "/" + t.Alert.State
+		if t.Notify {
+			k += "/notify"
+		}
+		m[k]++
+	}
+	return m
+}
+
+// run takes every transition after fn.
+func run(e *Engine, fn func()) map[string]int {
+	fn()
+	_, out := e.Take()
+	return count(out)
+}
+
+func seedPON(e *Engine, pon int64, n int, at time.Time) {
+	for i := int64(1); i <= int64(n); i++ {
+		e.OnONU(onuEv(pon, i, "ONLINE", f(-20), at))
+	}
+	e.Take()
+}
+
+func TestEngineRules(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		do   func(e *Engine) map[string]int
+		want map[string]int
+	}{
+		{"single ONU offline: one alert after its hold, resolved when back", func(e *Engine) map[string]int {
+			seedPON(e, 1, 16, t0)
+			got := run(e, func() { e.OnONU(onuEv(1, 3, "LOS", nil, t0.Add(time.Minute))) })
+			if len(got) != 0 {
+				t.Errorf("fired before the hold: %v", got)
+			}
+			return run(e, func() {
+				e.Tick(t0.Add(time.Minute + 20*time.Second))
+				e.Tick(t0.Add(time.Minute + 30*time.Second))
+				e.OnONU(onuEv(1, 3, "ONLINE", f(-20), t0.Add(5*time.Minute)))
+			})
+		}, map[string]int{"onu_down/firing/notify": 1, "onu_down/resolved/notify": 1}},
+		{"ONU back within the hold: nothing", func(e *Engine) map[string]int {
+			seedPON(e, 1, 16, t0)
+			return run(e, func() {
+				e.OnONU(onuEv(1, 3, "OFFLINE", nil, t0.Add(time.Minute)))
+				e.OnONU(onuEv(1, 3, "ONLINE", f(-20), t0.Add(time.Minute+5*time.Second)))
+				e.Tick(t0.Add(time.Hour))
+			})
+		}, map[string]int{}},
+		{"fiber cut of 16 ONUs: one PON incident notified, the ONUs inhibited", func(e *Engine) map[string]int {
+			seedPON(e, 1, 16, t0)
+			seedPON(e, 2, 16, t0)
+			got := run(e, func() {
+				for i := int64(1); i <= 16; i++ {
+					e.OnONU(onuEv(1, i, "LOS", nil, t0.Add(time.Minute)))
+				}
+				e.Tick(t0.Add(time.Hour))
+				for i := int64(1); i <= 16; i++ {
+					e.OnONU(onuEv(1, i, "ONLINE", f(-20), t0.Add(2*time.Hour)))
+				}
+			})
+			return got
+		}, map[string]int{"pon_outage/firing/notify": 1, "pon_outage/resolved/notify": 1, "onu_down/firing": 16, "onu_down/resolved": 16}},
+		{"3 ONUs of 16 down: no incident, three alerts", func(e *Engine) map[string]int {
+			seedPON(e, 1, 16, t0)
+			return run(e, func() {
+				for i := int64(1); i <= 3; i++ {
+					e.OnONU(onuEv(1, i, "LOS", nil, t0.Add(time.Minute)))
+				}
+				e.Tick(t0.Add(time.Hour))
+			})
+		}, map[string]int{"onu_down/firing/notify": 3}},
+		{"2 of a 3-ONU PON down: 50 % is an outage", func(e *Engine) map[string]int {
+			seedPON(e, 1, 3, t0)
+			return run(e, func() {
+				e.OnONU(onuEv(1, 1, "LOS", nil, t0.Add(time.Minute)))
+				e.OnONU(onuEv(1, 2, "LOS", nil, t0.Add(time.Minute)))
+			})
+		}, map[string]int{"pon_outage/firing/notify": 1, "onu_down/firing": 2}},
+		{"downs spread beyond the window: no incident", func(e *Engine) map[string]int {
+			seedPON(e, 1, 16, t0)
+			return run(e, func() {
+				for i := int64(1); i <= 4; i++ {
+					at := t0.Add(time.Duration(i) * time.Hour)
+					e.OnONU(onuEv(1, i, "LOS", nil, at))
+					e.Tick(at.Add(time.Minute))
+				}
+			})
+		}, map[string]int{"onu_down/firing/notify": 4}},
+		{"most PONs of an OLT cut: one OLT incident", func(e *Engine) map[string]int {
+			for p := int64(1); p <= 4; p++ {
+				seedPON(e, p, 8, t0)
+			}
+			return run(e, func() {
+				for p := int64(1); p <= 3; p++ {
+					for i := int64(1); i <= 8; i++ {
+						e.OnONU(onuEv(p, i, "LOS", nil, t0.Add(time.Minute)))
+					}
+				}
+			})
+		}, map[string]int{"olt_outage/firing/notify": 1, "pon_outage/firing/notify": 2, "pon_outage/firing": 1, "onu_down/firing": 24}},
+		{"ONU at -31.5 dBm: one alert; hysteresis holds it at -26.5, -25.9 resolves", func(e *Engine) map[string]int {
+			seedPON(e, 1, 4, t0)
+			return run(e, func() {
+				e.OnONU(onuEv(1, 2, "ONLINE", f(-31.5), t0.Add(time.Minute)))
+				e.OnONU(onuEv(1, 2, "ONLINE", f(-31.4), t0.Add(2*time.Minute)))
+				e.OnONU(onuEv(1, 2, "ONLINE", f(-26.5), t0.Add(3*time.Minute)))
+				e.OnONU(onuEv(1, 2, "ONLINE", f(-27.2), t0.Add(4*time.Minute)))
+				e.OnONU(onuEv(1, 2, "ONLINE", f(-25.9), t0.Add(5*time.Minute)))
+			})
+		}, map[string]int{"onu_rx_low/firing/notify": 1, "onu_rx_low/resolved/notify": 1}},
+		{"Rx above -8 dBm", func(e *Engine) map[string]int {
+			seedPON(e, 1, 4, t0)
+			return run(e, func() { e.OnONU(onuEv(1, 2, "ONLINE", f(-6), t0.Add(time.Minute))) })
+		}, map[string]int{"onu_rx_high/firing/notify": 1}},
+		{"drift of -4 dB against a 7-day baseline: one warning", func(e *Engine) map[string]int {
+			for d := 7; d >= 1; d-- {
+				e.OnONU(onuEv(1, 5, "ONLINE", f(-19.5), t0.Add(-time.Duration(d)*24*time.Hour)))
+				e.OnONU(onuEv(1, 5, "ONLINE", f(-20.5), t0.Add(-time.Duration(d)*24*time.Hour+time.Hour)))
+			}
+			e.Take()
+			return run(e, func() {
+				e.OnONU(onuEv(1, 5, "ONLINE", f(-24), t0))
+				e.OnONU(onuEv(1, 5, "ONLINE", f(-24.1), t0.Add(time.Minute)))
+			})
+		}, map[string]int{"onu_rx_drift/firing/notify": 1}},
+		{"flapping: one alert, not one per change", func(e *Engine) map[string]int {
+			seedPON(e, 1, 16, t0)
+			got := run(e, func() {
+				for i := 0; i < 6; i++ {
+					at := t0.Add(time.Duration(i) * 4 * time.Minute)
+					e.OnONU(onuEv(1, 7, "LOS", nil, at))
+					e.OnONU(onuEv(1, 7, "ONLINE", f(-20), at.Add(5*time.Second)))
+					e.Tick(at.Add(10 * time.Second))
+				}
+			})
+			// Calm for the window: resolved.
+			for k, v := range run(e, func() { e.Tick(t0.Add(2 * time.Hour)) }) {
+				got[k] += v
+			}
+			return got
+		}, map[string]int{"onu_flapping/firing/notify": 1, "onu_flapping/resolved/notify": 1}},
+		{"silenced: recorded, not notified", func(e *Engine) map[string]int {
+			seedPON(e, 1, 4, t0)
+			e.OnSilence("s1", &streams.SilenceUpserted{ID: "s1", OLTID: "olt-1", Rule: streams.RuleONURxLow, StartsAt: t0, EndsAt: t0.Add(time.Hour)})
+			return run(e, func() {
+				e.OnONU(onuEv(1, 2, "ONLINE", f(-31.5), t0.Add(time.Minute)))
+				e.OnONU(onuEv(1, 2, "ONLINE", f(-20), t0.Add(2*time.Minute)))
+			})
+		}, map[string]int{"onu_rx_low/firing": 1, "onu_rx_low/resolved": 1}},
+		{"OLT unavailable then available", func(e *Engine) map[string]int {
+			return run(e, func() {
+				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnreachable, Since: t0, ObservedAt: t0})
+				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnavailable, Since: t0, ObservedAt: t0.Add(45 * time.Second)})
+				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnavailable, Since: t0, ObservedAt: t0.Add(50 * time.Second)})
+				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityAvailable, Since: t0.Add(time.Minute), ObservedAt: t0.Add(time.Minute)})
+			})
+		}, map[string]int{"olt_unreachable/firing/notify": 1, "olt_unreachable/resolved/notify": 1}},
+		{"empty read, then a success", func(e *Engine) map[string]int {
+			return run(e, func() {
+				e.OnExecution("olt-1", false, "timeout", "no answer", t0)
+				e.OnExecution("olt-1", false, "empty_read", "walk returned nothing", t0)
+				e.OnExecution("olt-1", false, "empty_read", "walk returned nothing", t0.Add(time.Minute))
+				e.OnExecution("olt-1", true, "", "", t0.Add(2*time.Minute))
+			})
+		}, map[string]int{"olt_empty_read/firing/notify": 1, "olt_empty_read/resolved/notify": 1}},
+		{"quota violation resolves after its ttl; auto-disabled when enabled again", func(e *Engine) map[string]int {
+			return run(e, func() {
+				e.OnNotification(streams.Notification{ID: "q1", Kind: streams.NotifyQuotaViolation, OLTID: "olt-1", Message: "low", OccurredAt: t0}, time.Hour)
+				e.OnNotification(streams.Notification{ID: "d1", Kind: streams.NotifyOLTDisabled, OLTID: "olt-1", Message: "disabled", OccurredAt: t0}, time.Hour)
+				e.OnNotification(streams.Notification{ID: "d1", Kind: streams.NotifyOLTDisabled, OLTID: "olt-1", Message: "disabled", OccurredAt: t0}, time.Hour)
+				e.Tick(t0.Add(30 * time.Minute))
+				e.OnOLT(streams.OLTUpserted{ID: "olt-1", Name: "Norte", Enabled: true}, t0.Add(-time.Minute)) // older than the disable
+				e.Tick(t0.Add(61 * time.Minute))
+				e.OnOLT(streams.OLTUpserted{ID: "olt-1", Name: "Norte", Enabled: true}, t0.Add(2*time.Hour))
+			})
+		}, map[string]int{"quota_violation/firing/notify": 1, "quota_violation/resolved/notify": 1, "olt_auto_disabled/firing/notify": 1, "olt_auto_disabled/resolved/notify": 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := NewEngine(Rules{}, testLimits())
+			got := c.do(e)
+			if len(got) != len(c.want) {
+				t.Errorf("transitions %v, want %v", got, c.want)
+				return
+			}
+			for k, v := range c.want {
+				if got[k] != v {
+					t.Errorf("transitions %v, want %v", got, c.want)
+					return
+				}
+			}
+		})
+	}
+}
+
+// The per-ONU alerts of an outage carry its incident id; an alert's
+// firing and resolution share an id, and a new outage gets a new one.
+func TestEngineIncidentAndIDs(t *testing.T) {
+	e := NewEngine(Rules{}, testLimits())
+	seedPON(e, 1, 8, t0)
+	for i := int64(1); i <= 8; i++ {
+		e.OnONU(onuEv(1, i, "LOS", nil, t0.Add(time.Minute)))
+	}
+	_, out := e.Take()
+	var incident string
+	for _, tr := range out {
+		if tr.Alert.Rule == streams.RulePONOutage {
+			incident = tr.Alert.ID
+			if tr.Alert.IncidentID != tr.Alert.ID || tr.Alert.Pon != "1" || tr.Alert.PonIndex == nil {
+				t.Errorf("incident %+v", tr.Alert)
+			}
+		}
+	}
+	for _, tr := range out {
+		if tr.Alert.Rule == streams.RuleONUDown && (tr.Alert.IncidentID != incident || !tr.Alert.Inhibited || tr.Notify) {
+			t.Errorf("onu alert %+v not under incident %s", tr.Alert, incident)
+		}
+	}
+	for i := int64(1); i <= 8; i++ {
+		e.OnONU(onuEv(1, i, "ONLINE", f(-20), t0.Add(time.Hour)))
+	}
+	_, out = e.Take()
+	for _, tr := range out {
+		if tr.Alert.Rule == streams.RulePONOutage && (tr.Alert.ID != incident || tr.Alert.EndsAt == nil) {
+			t.Errorf("resolution %+v, want id %s with ends_at", tr.Alert, incident)
+		}
+	}
+	for i := int64(1); i <= 8; i++ {
+		e.OnONU(onuEv(1, i, "LOS", nil, t0.Add(2*time.Hour)))
+	}
+	_, out = e.Take()
+	for _, tr := range out {
+		if tr.Alert.Rule == streams.RulePONOutage && tr.Alert.ID == incident {
+			t.Errorf("a new outage re-used id %s", incident)
+		}
+	}
+}
+
+// Bounds: ONUs past MaxONUs are dropped, not tracked.
+func TestEngineBounds(t *testing.T) {
+	l := testLimits()
+	l.MaxONUs = 10
+	e := NewEngine(Rules{}, l)
+	seedPON(e, 1, 20, t0)
+	if len(e.onus) != 10 || e.Dropped != 10 {
+		t.Errorf("%d ONUs tracked, %d dropped; want 10 and 10", len(e.onus), e.Dropped)
+	}
+}
+
+// Bounds: with room for few alerts, a fiber cut and its return record
+// what fits and panic nowhere.
+func TestEngineAlertBound(t *testing.T) {
+	l := testLimits()
+	l.MaxActive = 3
+	e := NewEngine(Rules{}, l)
+	for p := int64(1); p <= 3; p++ {
+		seedPON(e, p, 8, t0)
+	}
+	for p := int64(1); p <= 3; p++ {
+		for i := int64(1); i <= 8; i++ {
+			e.OnONU(onuEv(p, i, "LOS", nil, t0.Add(time.Minute)))
+		}
+	}
+	e.Tick(t0.Add(time.Hour))
+	for p := int64(1); p <= 3; p++ {
+		for i := int64(1); i <= 8; i++ {
+			e.OnONU(onuEv(p, i, "ONLINE", f(-20), t0.Add(2*time.Hour)))
+		}
+	}
+	e.Tick(t0.Add(3 * time.Hour))
+	if len(e.active) != 0 || e.Dropped == 0 {
+		t.Errorf("%d alerts left active, %d dropped; want 0 and some", len(e.active), e.Dropped)
+	}
+}
+
+func TestRulesLayers(t *testing.T) {
+	low30, low25 := -30.0, -25.0
+	r := Rules{
+		Profiles: map[string]Override{"cplus": {ONURxLowDBm: &low30}},
+		OLTs:     map[string]Override{"olt-9": {ONURxLowDBm: &low25, Disabled: []string{streams.RuleONURxDrift}}},
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.For("olt-1", "").ONURxLowDBm; got != -27 {
+		t.Errorf("default low %g, want -27", got)
+	}
+	if got := r.For("olt-1", "cplus").ONURxLowDBm; got != -30 {
+		t.Errorf("profile low %g, want -30", got)
+	}
+	th := r.For("olt-9", "cplus")
+	if th.ONURxLowDBm != -25 || th.Enabled(streams.RuleONURxDrift) || !th.Enabled(streams.RuleONUDown) {
+		t.Errorf("olt thresholds %+v", th)
+	}
+	// Through the engine: a brand with the profile.
+	e := NewEngine(r, testLimits())
+	e.OnBrand("b1", "cplus")
+	e.OnOLT(streams.OLTUpserted{ID: "olt-1", BrandID: "b1", Enabled: true}, t0)
+	seedPON(e, 1, 2, t0)
+	if got := run(e, func() { e.OnONU(onuEv(1, 1, "ONLINE", f(-28.5), t0.Add(time.Minute))) }); len(got) != 0 {
+		t.Errorf("-28.5 dBm under a C+ profile fired %v", got)
+	}
+}
+
+func TestRulesValidate(t *testing.T) {
+	bad := func(o Override) Rules { return Rules{Defaults: o} }
+	hi, lo := -30.0, -10.0
+	zero, big := 0, 1000
+	neg := -time.Second
+	for _, c := range []struct {
+		name string
+		r    Rules
+		want string
+	}{
+		{"low above high", bad(Override{ONURxLowDBm: &lo, ONURxHighDBm: &hi}), "onu_rx_low_dbm"},
+		{"flap changes 0", bad(Override{FlapChanges: &zero}), "flap_changes"},
+		{"pon outage onus too big", bad(Override{PONOutageONUs: &big}), "pon_outage_onus"},
+		{"negative hold", bad(Override{ONUDownHold: &neg}), "onu_down_hold"},
+		{"unknown rule", bad(Override{Disabled: []string{"nope"}}), "unknown rule"},
+		{"bad olt section", Rules{OLTs: map[string]Override{"x": {FlapChanges: &zero}}}, "olts.x"},
+	} {
+		err := c.r.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error about %s", c.name, err, c.want)
+		}
+	}
+	if err := (Rules{}).Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
+
+func TestLoadRules(t *testing.T) {
+	p := t.TempDir() + "/rules.yaml"
+	writeFile(t, p, "defaults:\n  onu_rx_low_dbm: -28\n  flap_window: 10m\nprofiles:\n  zte-c600:\n    onu_rx_low_dbm: -30\nolts:\n  olt-3:\n    disabled: [onu_rx_drift]\n")
+	r, err := LoadRules(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th := r.For("olt-1", ""); th.ONURxLowDBm != -28 || th.FlapWindow != 10*time.Minute {
+		t.Errorf("defaults %+v", th)
+	}
+	if th := r.For("olt-3", "zte-c600"); th.ONURxLowDBm != -30 || th.Enabled(streams.RuleONURxDrift) {
+		t.Errorf("olt-3 %+v", th)
+	}
+	writeFile(t, p, "defaults:\n  onu_rx_lo_dbm: -28\n")
+	if _, err := LoadRules(p); err == nil || !strings.Contains(err.Error(), "onu_rx_lo_dbm") {
+		t.Errorf("unknown key: %v", err)
+	}
+}
