@@ -19,6 +19,10 @@
 //     duration plus the interval; a run that starts late (less than one cycle, interval
 //     plus mean run time, after that) was late, not missed; each whole cycle
 //     between that due time and the next run is a missed opportunity;
+//   - a run's start is its scheduled time plus the time it waited to be
+//     started, which the rows do not hold: the gaps between runs less than
+//     a cycle apart show it, and the longest such wait of the hour is added
+//     where no next run shows it (the start and the end of the hour);
 //   - at the start of the hour: a task that is new in the hour (no run in the
 //     hour before) starts with its first run; one that ran the hour before
 //     had its first run due at the latest hour + interval + the longest run
