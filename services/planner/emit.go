@@ -408,8 +408,9 @@ func (p *planner) publishAudit(ctx context.Context, ev streams.AuditEvent, id st
 // aborted if it has not started; a disabled or deleted OLT's is also
 // interrupted if it runs (the poller watches facho_cancel, stops between
 // two requests and releases the lease). A retry not dispatched yet (in
-// its backoff, or waiting in the OLT's queue) is ended by the planner's
-// own execution.aborted (abortExecution). Each is an EXECUTION_ABORTED
+// its backoff, or waiting in the OLT's queue) and a first run waiting in
+// the OLT's queue are ended by the planner's own execution.aborted
+// (abortExecution). Each is an EXECUTION_ABORTED
 // audit event.
 func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 	if reason == "" {
@@ -436,8 +437,12 @@ func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 			p.abortExecution(ctx, d.Key, id, retryCancelled+reason)
 		default:
 			// A first run never dispatched: no event of its execution
-			// exists, so none has to end it.
+			// exists yet, but the audit event names it, so it is ended
+			// too (the executions read model gets its ABORTED row, which
+			// the API opens; the quotas count it nowhere without its
+			// NodeDue).
 			id = ExecutionID(d.Key, d.ScheduledAt)
+			p.abortExecution(ctx, d.Key, id, reason)
 		}
 		p.auditAbort(ctx, c, id, "waiting", reason)
 	}
