@@ -119,7 +119,7 @@ func routeDocs() map[string]routeDoc {
 		"POST /api/v1/jobs/{id}/olts/{olt_id}/disable": {Summary: "Disable an assignment", Tag: "assignments", Role: auth.Operator, Status: 202},
 		"GET /api/v1/assignments":                      {Summary: "List every assignment of a job to an OLT", Tag: "assignments", Query: page(job, olt, enabled)},
 		"GET /api/v1/executions":                       {Summary: "List executions, newest first", Tag: "executions", Query: page(olt, job, status)},
-		"GET /api/v1/executions/{id}":                  {Summary: "Get an execution with its attempts", Tag: "executions"},
+		"GET /api/v1/executions/{id}":                  {Summary: "Get an execution with its attempts and, of a GET run, onu_failures (the ONUs not read whole: instance, pon_index, onu_id, oids, error; counts onus, failed_onus, failed_varbinds on the execution)", Tag: "executions"},
 		"GET /api/v1/coordinator-logs":                 {Summary: "List coordinator logs, newest first", Tag: "logs", Query: page(olt, param{"level", "string", "DEBUG, INFO, WARNING, ERROR, CRITICAL"}, param{"event_type", "string", "e.g. TASK_ADDED"}, param{"since", "string", "RFC 3339 time: not before"}, param{"until", "string", "RFC 3339 time: not after"})},
 		"GET /api/v1/events/stream": {Summary: "Live ONU changes, executions and notifications as server-sent events (text/event-stream; the filters of facho tail)", Tag: "events",
 			Query: []param{{"olt", "string", "only this OLT id"}, {"kind", "string", "onu, exec, notify, an ONU change (discovered, status, updated), a phase (started, succeeded, failed, skipped, interrupted) or a notification kind"}}},
