@@ -9,3 +9,9 @@
 ALTER TABLE quota_tracker
     ADD COLUMN next_due_at timestamptz,
     ADD COLUMN cycle_ms bigint NOT NULL DEFAULT 0;
+
+-- An assignment's last run (GET /api/v1/assignments last_run_at, the
+-- console's "Last run") is the end of the latest run of the job on the OLT
+-- that succeeded or failed, read from executions by this index.
+CREATE INDEX executions_job_last_run ON executions (olt_id, job_id, finished_at DESC)
+    WHERE status IN ('SUCCESS', 'FAILED') AND finished_at IS NOT NULL;
