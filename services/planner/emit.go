@@ -317,8 +317,8 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 // attempt ended the execution: its redelivered NodeDue came too late and
 // was skipped as stale (or on the OLT busy on every delivery), or no
 // terminal event came at all. The execution ended INTERRUPTED and is
-// retried like a failed one, in the retry class after the same backoff,
-// and counted in the same n.Attempts against the node's max_retries (the
+// retried like a failed one, in the retry class, but at once (retryAt:
+// the lease is free, nothing failed on the OLT), and counted in the same n.Attempts against the node's max_retries (the
 // job's, else its class's, never above the retry class's ceiling; -1 and
 // manual runs: none). So an execution is dispatched at most 1 +
 // max_retries times whatever mix of failures and interruptions it meets.
@@ -344,7 +344,7 @@ func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
 	}
 	retry := f.Status == statusFailed || (lost && f.Status == statusInterrupted)
 	if n, ok := p.sched.Node(fl.Key); ok && retry && n.Attempts < n.Spec.MaxRetries {
-		at := f.End.Add(p.cfg.retryDelay(n.Spec, n.Attempts+1)).Truncate(time.Millisecond)
+		at := p.retryAt(n.Spec, n.Attempts+1, f, lost)
 		p.sched.Retry(fl.Key, fl.ScheduledAt, at)
 		if lost && la.Attempt > 0 {
 			// The retry runs past the lost attempt: a late event of that
@@ -358,6 +358,19 @@ func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
 	}
 	p.sched.Finish(fl.Key, fl.ScheduledAt, f.End, f.Status)
 	p.countOutcome(ctx, f)
+}
+
+// retryAt is when retry number n of an ended master is due: a failed
+// attempt's after the job's retry delay (the OLT or the poller may need
+// the pause); an attempt lost with its poller (interrupted: its lease
+// expired, which is what published the interruption, so the lease is free)
+// at once: nothing failed on the OLT, and waiting the retry delay only
+// leaves the OLT unpolled.
+func (p *planner) retryAt(spec NodeSpec, n int, f finish, lost bool) time.Time {
+	if lost && f.Status == statusInterrupted {
+		return f.End.Truncate(time.Millisecond)
+	}
+	return f.End.Add(p.cfg.retryDelay(spec, n)).Truncate(time.Millisecond)
 }
 
 // checkStuck ends flights whose terminal events never came, so their OLT's
