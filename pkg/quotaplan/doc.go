@@ -15,22 +15,22 @@
 //
 //   - every run that was scheduled in the hour (whatever its outcome) is one
 //     opportunity;
-//   - after a run, the next one is due at its scheduled time plus its
-//     duration plus the interval; a run that starts late (less than one cycle, interval
-//     plus mean run time, after that) was late, not missed; each whole cycle
-//     between that due time and the next run is a missed opportunity;
-//   - a run's start is its scheduled time plus the time it waited to be
-//     started, which the rows do not hold: the gaps between runs less than
-//     a cycle apart show it, and the longest such wait of the hour is added
-//     where no next run shows it (the start and the end of the hour);
+//   - after a run, the next one is due at its start plus its duration plus
+//     the interval; the rows hold the scheduled time, not the start, so the
+//     gap to the next run shows how late the run started. Lateness up to
+//     Slack is forgiven; beyond it, the time is lost to the schedule;
 //   - at the start of the hour: a task that is new in the hour (no run in the
 //     hour before) starts with its first run; one that ran the hour before
-//     had its first run due at the latest hour + interval + the longest run
-//     seen in the hour, and whole cycles between that and its first run are
-//     missed;
-//   - at the end: from the last run's next due time, every cycle that begins
-//     more than Slack before the hour's end is an opportunity (missed, once
-//     the hour is over; still possible, while it runs).
+//     had its first run due at the latest at the hour plus the interval plus
+//     the longest run seen in the hour (plus Slack): any later is lost too;
+//   - at the end: from the last run's next due time, made earlier by the
+//     time lost, every cycle (interval plus mean run time) that begins more
+//     than Slack before the hour's end is an opportunity: owed and missed,
+//     once the hour is over; still possible, while it runs.
+//
+// So an hour that ran every time it was due owes exactly its runs; one
+// whose runs were not dispatched (the planner down, a saturated queue) owes
+// the runs the lost time would have held.
 //
 // The auditor stores Expected as quota_required (its live and rebuild paths
 // both call Expected), NextDue and Cycle on the tracker; the API calls

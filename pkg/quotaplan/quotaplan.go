@@ -23,7 +23,8 @@ type Plan struct {
 	Expected int
 	// Missed is the opportunities with no run (Expected minus the runs).
 	Missed int
-	// NextDue is when the run after the hour's last one is due (the zero
+	// NextDue is the next opportunity after the hour's last run: its next
+	// due time, earlier by the time the hour lost to late starts (the zero
 	// time when the hour has no run).
 	NextDue time.Time
 	// Cycle is interval + the mean duration of the hour's timed runs: the
@@ -31,10 +32,10 @@ type Plan struct {
 	Cycle time.Duration
 }
 
-// Slack is how close to the end of the hour a due time may be and still
-// not be owed by the hour: a tenth of the interval, at most 30 s. It
-// absorbs the time between a run's scheduled time and its start, which
-// the hour's rows do not record.
+// Slack is the lateness forgiven: how late a run may start after its due
+// time without losing the schedule time, and how close to the end of the
+// hour a due time may be and still not be owed by the hour: a tenth of the
+// interval, at most 30 s.
 func Slack(interval time.Duration) time.Duration {
 	return min(interval/10, 30*time.Second)
 }
@@ -84,44 +85,42 @@ func Expected(interval time.Duration, start time.Time, ranBefore bool, runs []Ru
 		return p
 	}
 	// A run's next is due at its scheduled time + its duration + the
-	// interval + the time from its scheduled time to its start, which the
-	// rows do not hold: the gaps between runs less than a cycle apart
-	// show it (late), and the latest seen stands in for it where no next
-	// run shows it (the hour's start and end).
+	// interval + the time from its scheduled time to its start (its
+	// lateness), which the rows do not hold: the gap to the next run shows
+	// it. Lateness up to Slack is forgiven (the planner's tick, a busy
+	// moment); beyond it, the time is lost to the schedule, and the hour
+	// owes the opportunities that time would have held.
+	slack := Slack(interval)
 	dues := make([]time.Time, len(in))
-	var late time.Duration
 	for i, r := range in {
 		d := mean
 		if r.Timed {
 			d = max(r.Duration, 0)
 		}
 		dues[i] = r.ScheduledAt.Add(d + interval)
-		if i > 0 {
-			if l := r.ScheduledAt.Sub(dues[i-1]); l > late && l < p.Cycle {
-				late = l
-			}
+	}
+	var lost, late time.Duration
+	for i := 0; i+1 < len(in); i++ {
+		switch l := in[i+1].ScheduledAt.Sub(dues[i]); {
+		case l > slack:
+			lost += l - slack
+		case l > late:
+			late = l
 		}
 	}
 	if ranBefore {
-		p.Missed += gap(start.Add(interval+longest+late), in[0].ScheduledAt, p.Cycle)
+		// Its first run was due at the latest at the hour + the interval +
+		// the longest run (the hour before's last run, on time).
+		if l := in[0].ScheduledAt.Sub(start.Add(interval + longest + slack)); l > 0 {
+			lost += l
+		}
 	}
-	for i := 0; i+1 < len(in); i++ {
-		p.Missed += gap(dues[i], in[i+1].ScheduledAt, p.Cycle)
-	}
-	p.NextDue = dues[len(dues)-1].Add(late)
-	p.Missed += Remaining(p.NextDue, p.NextDue, end, p.Cycle, Slack(interval))
+	// The next opportunity: the last run's next due time (with the
+	// forgiven lateness seen), earlier by the time lost.
+	p.NextDue = dues[len(dues)-1].Add(late - lost)
+	p.Missed = Remaining(p.NextDue, p.NextDue, end, p.Cycle, slack)
 	p.Expected = len(in) + p.Missed
 	return p
-}
-
-// gap is the opportunities missed between a due time and the next run
-// scheduled at next: the whole cycles between them (a run less than a
-// cycle late took its opportunity).
-func gap(due, next time.Time, cycle time.Duration) int {
-	if cycle <= 0 || !next.After(due) {
-		return 0
-	}
-	return int(next.Sub(due) / cycle)
 }
 
 // Remaining is how many opportunities, one every cycle from nextDue, begin

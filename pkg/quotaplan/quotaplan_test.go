@@ -2,6 +2,7 @@ package quotaplan
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,10 +89,11 @@ func TestExpectedHealthy(t *testing.T) {
 }
 
 // TestExpectedMissed: runs the planner could not start (it was down) are
-// owed, at the start, in the middle and at the end of the hour: the whole
-// cycles in the time the planner lost (a run due in an outage is
-// scheduled at its due time and starts when the planner is back: late,
-// and the cycles its lateness holds are missed).
+// owed, at the start, in the middle and at the end of the hour: a run due
+// in an outage is scheduled at its due time and starts when the planner
+// is back, late; the time beyond the forgiven lateness is lost, and the
+// opportunities it would have held are owed. Runs that always start
+// minutes late (a saturated queue) owe the runs the delays cost.
 func TestExpectedMissed(t *testing.T) {
 	iv := 5 * time.Minute
 	for _, tc := range []struct {
@@ -101,14 +103,19 @@ func TestExpectedMissed(t *testing.T) {
 		stop       time.Time // no run scheduled from then
 		wantMissed int
 	}{
-		{"20 min down mid-hour", 3 * time.Millisecond, [2]time.Time{h0.Add(20 * time.Minute), h0.Add(40 * time.Minute)}, h0.Add(2 * time.Hour), 3},
+		{"20 min down mid-hour", 3 * time.Millisecond, [2]time.Time{h0.Add(20 * time.Minute), h0.Add(40 * time.Minute)}, h0.Add(2 * time.Hour), 4},
 		{"20 min down mid-hour, 60 s runs", time.Minute, [2]time.Time{h0.Add(20 * time.Minute), h0.Add(40 * time.Minute)}, h0.Add(2 * time.Hour), 2},
-		{"down across the hour's start", 0, [2]time.Time{h0.Add(-2 * time.Minute), h0.Add(25 * time.Minute)}, h0.Add(2 * time.Hour), 4},
+		{"down across the hour's start", 0, [2]time.Time{h0.Add(-2 * time.Minute), h0.Add(25 * time.Minute)}, h0.Add(2 * time.Hour), 5},
 		{"stopped at :30", 0, [2]time.Time{}, h0.Add(30 * time.Minute), 6},
 		{"stopped at :30, 60 s runs", time.Minute, [2]time.Time{}, h0.Add(30 * time.Minute), 5},
 		{"down the last 12 minutes", 0, [2]time.Time{h0.Add(48 * time.Minute), h0.Add(70 * time.Minute)}, h0.Add(2 * time.Hour), 1},
+		{"every run 4 min late", 0, [2]time.Time{}, h0.Add(2 * time.Hour), 4},
 	} {
-		runs := schedule(iv, 5*time.Millisecond, fixed(tc.dur), h0.Add(-time.Hour+7*time.Second), tc.stop, tc.outage)
+		late := 5 * time.Millisecond
+		if strings.HasPrefix(tc.name, "every run") {
+			late = 4 * time.Minute
+		}
+		runs := schedule(iv, late, fixed(tc.dur), h0.Add(-time.Hour+7*time.Second), tc.stop, tc.outage)
 		n := inHour(runs, h0)
 		p := Expected(iv, h0, true, runs)
 		if p.Missed != tc.wantMissed || p.Expected != n+tc.wantMissed {
