@@ -316,16 +316,23 @@ type assignmentRow struct {
 	UpdatedAt time.Time  `json:"updated_at"`
 }
 
+// lastRunAt is an assignment's last run: when the latest run of the job on
+// the OLT that ran (succeeded or failed) ended, from the executions read
+// model (index executions_job_last_run), so it is as current as the
+// executions and rebuilt with them.
+const lastRunAt = `(SELECT max(e.finished_at) FROM executions e
+	WHERE e.olt_id = a.olt_id AND e.job_id = a.job_id AND e.status IN ('SUCCESS', 'FAILED') AND e.finished_at IS NOT NULL)`
+
 func (s *server) assignmentList(w http.ResponseWriter, r *http.Request, spec listSpec) *apiError {
 	enabled, aerr := boolParam(r, "enabled")
 	if aerr != nil {
 		return aerr
 	}
 	spec.From = `snmp_job_olts a LEFT JOIN snmp_jobs j ON j.id = a.job_id LEFT JOIN olts o ON o.id = a.olt_id`
-	spec.Cols = `a.job_id, coalesce(j.name, ''), a.olt_id, coalesce(o.name, ''), a.enabled, a.last_run_at, a.updated_at`
+	spec.Cols = `a.job_id, coalesce(j.name, ''), a.olt_id, coalesce(o.name, ''), a.enabled, ` + lastRunAt + `, a.updated_at`
 	spec.Search = []string{"a.job_id", "a.olt_id", "j.name", "o.name"}
 	spec.Sorts = map[string]string{"job_id": "a.job_id", "olt_id": "a.olt_id", "job_name": "j.name", "olt_name": "o.name",
-		"enabled": "a.enabled", "last_run_at": "a.last_run_at", "updated_at": "a.updated_at"}
+		"enabled": "a.enabled", "last_run_at": lastRunAt, "updated_at": "a.updated_at"}
 	spec.DefaultSort, spec.TieBreak = "a.job_id, a.olt_id", "a.job_id, a.olt_id"
 	spec.Where = append(spec.Where, "NOT a.deleted")
 	if enabled != nil {

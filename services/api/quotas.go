@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/facho-olt/facho/pkg/quotaplan"
 )
 
 // Quota trackers and violations (seeds 002, 003) are the auditor's read
@@ -33,6 +35,40 @@ type quotaRow struct {
 	UpdatedAt       time.Time  `json:"updated_at"`
 	// CompliancePercent is completed over required, at most 100.
 	CompliancePercent int `json:"compliance_percent"`
+	// NextDueAt and CycleMS: where the scheduling rule left the hour (the
+	// run after its last one is due at NextDueAt, one every CycleMS).
+	NextDueAt *time.Time `json:"next_due_at"`
+	CycleMS   int64      `json:"cycle_ms"`
+	// The hour's risk (see risk), from the clock: RunsPossible is how many
+	// more runs can still count (pending ones and those still due before
+	// the hour ends), CanMeet whether completed + possible still reach the
+	// quota (COMPLETED), AtRisk an open hour that no longer can,
+	// BestCompliancePercent the best compliance left.
+	RunsPossible          int  `json:"runs_possible" db:"-"`
+	CanMeet               bool `json:"can_meet" db:"-"`
+	AtRisk                bool `json:"at_risk" db:"-"`
+	BestCompliancePercent int  `json:"best_compliance_percent" db:"-"`
+}
+
+// risk fills the risk keys (the seeds' risk indicator) of q at now. A closed hour (checked or
+// interrupted) has nothing possible left: it can meet its quota only if
+// it did.
+func (q *quotaRow) risk(now time.Time) {
+	open := q.Status == "IN_PROGRESS" && q.CheckedAt == nil
+	if open {
+		q.RunsPossible = q.QuotaPending
+		if q.NextDueAt != nil {
+			iv := time.Duration(q.IntervalSeconds) * time.Second
+			q.RunsPossible += quotaplan.Remaining(*q.NextDueAt, now, q.PeriodEnd, time.Duration(q.CycleMS)*time.Millisecond, quotaplan.Slack(iv))
+		}
+	}
+	best := q.QuotaCompleted + q.RunsPossible
+	q.CanMeet = best >= q.QuotaRequired
+	q.AtRisk = open && !q.CanMeet
+	q.BestCompliancePercent = 100
+	if q.QuotaRequired > 0 && best < q.QuotaRequired {
+		q.BestCompliancePercent = 100 * best / q.QuotaRequired
+	}
 }
 
 // timeRange adds the since/until filters on column.
@@ -54,7 +90,7 @@ func (s *server) listQuotas(w http.ResponseWriter, r *http.Request) *apiError {
 	spec := listSpec{From: "quota_tracker",
 		Cols: `id, olt_id, task_type, job_kind, job_name, interval_seconds, period_start, period_end, quota_required, quota_completed,
 			quota_failed, quota_skipped, quota_pending, total_duration_ms, avg_duration_ms, status, checked_at, created_at, updated_at,
-			least(100, (100 * quota_completed / greatest(quota_required, 1)))::int`,
+			least(100, (100 * quota_completed / greatest(quota_required, 1)))::int, next_due_at, cycle_ms`,
 		Search: []string{"olt_id", "task_type", "job_name"},
 		Sorts: map[string]string{"period_start": "period_start", "olt_id": "olt_id", "task_type": "task_type", "status": "status",
 			"compliance": "quota_completed::float / greatest(quota_required, 1)"},
@@ -81,6 +117,10 @@ func (s *server) listQuotas(w http.ResponseWriter, r *http.Request) *apiError {
 	out, pi, aerr := listPage[quotaRow](s, r, spec)
 	if aerr != nil {
 		return aerr
+	}
+	now := s.deps.Now()
+	for i := range out {
+		out[i].risk(now)
 	}
 	writeJSON(w, http.StatusOK, pi.body("quotas", out, len(out)))
 	return nil

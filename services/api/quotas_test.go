@@ -117,9 +117,27 @@ func TestQuotaAndViolationLists(t *testing.T) {
 	if out["count"] != float64(1) {
 		t.Errorf("completed quotas: %v", out)
 	}
-	out = f.must("GET", "/api/v1/quotas?since=2026-11-21T10:00:00Z", "", http.StatusOK)
+	out = f.must("GET", "/api/v1/quotas?since=2026-11-21T10:00:00Z&until=2026-11-21T10:00:00Z", "", http.StatusOK)
 	if out["count"] != float64(2) {
 		t.Errorf("quotas since 10:00: %v", out)
+	}
+	// A running hour shows its risk: olt-c can no longer meet its quota
+	// (1 done, nothing pending, no run due any more), olt-d already has.
+	open := time.Now().UTC().Truncate(time.Hour)
+	for _, q := range []struct {
+		olt       string
+		done, req int
+	}{{"olt-c", 1, 12}, {"olt-d", 4, 4}} {
+		if _, err := f.db.Exec(ctx, `INSERT INTO quota_tracker (olt_id, task_type, interval_seconds, period_start, period_end, quota_required, quota_completed, status)
+			VALUES ($1, 'poll', 300, $2, $3, $4, $5, 'IN_PROGRESS')`, q.olt, open, open.Add(time.Hour), q.req, q.done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for olt, want := range map[string][3]any{"olt-c": {true, false, float64(8)}, "olt-d": {false, true, float64(100)}, "olt-b": {false, false, float64(0)}} {
+		q := f.must("GET", "/api/v1/quotas?olt_id="+olt, "", http.StatusOK)["quotas"].([]any)[0].(map[string]any)
+		if q["at_risk"] != want[0] || q["can_meet"] != want[1] || q["best_compliance_percent"] != want[2] || q["runs_possible"] != float64(0) {
+			t.Errorf("risk of %s: %v", olt, q)
+		}
 	}
 	out = f.must("GET", "/api/v1/violations?severity=critical", "", http.StatusOK)
 	vs := out["violations"].([]any)

@@ -214,6 +214,21 @@ type executionRow struct {
 	// no_onus_known, profile_mismatch, ...); null unless it failed with one.
 	// Error is the operator's text.
 	Cause *string `json:"cause"`
+	// ONUs, FailedONUs and FailedVarbinds: of a GET run, the ONUs it read,
+	// those it could not read whole and the OIDs not read (the first of
+	// those ONUs are listed in GET /api/v1/executions/{id}'s onu_failures).
+	ONUs           int `json:"onus"`
+	FailedONUs     int `json:"failed_onus"`
+	FailedVarbinds int `json:"failed_varbinds"`
+}
+
+// onuFailureRow is one ONU a GET run could not read whole (streams.ONUFailure).
+type onuFailureRow struct {
+	Instance string   `json:"instance"`
+	PonIndex *int64   `json:"pon_index"`
+	ONUID    *int64   `json:"onu_id"`
+	OIDs     []string `json:"oids"`
+	Error    string   `json:"error"`
 }
 
 const executionCols = `id, job_id, olt_id, status, attempt, poller_id, scheduled_at, started_at,
@@ -221,7 +236,8 @@ const executionCols = `id, job_id, olt_id, status, attempt, poller_id, scheduled
 	COALESCE((SELECT p.placed_varbinds FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), 0),
 	COALESCE((SELECT p.unplaced_varbinds FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), 0),
 	COALESCE((SELECT p.unplaced_reasons FROM execution_placement p WHERE p.olt_id = executions.olt_id AND p.execution_id = executions.id), '{}'::jsonb),
-	cause`
+	cause,
+	onus, failed_onus, failed_varbinds`
 
 // listExecutions lists the latest executions, optionally of one OLT, job or
 // status.
@@ -293,7 +309,17 @@ func (s *server) getExecution(w http.ResponseWriter, r *http.Request) *apiError 
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"execution": execs[0], "attempts": attempts})
+	// The ONUs a GET run could not read whole (the first ones, as its
+	// execution.succeeded listed them): instance, pon_index, onu_id, oids,
+	// error.
+	failures, aerr := listRows[onuFailureRow](s, r, `SELECT coalesce(f.instance, ''), f.pon_index, f.onu_id, coalesce(f.oids, '{}'), coalesce(f.error, '')
+		FROM executions e, jsonb_to_recordset(CASE WHEN jsonb_typeof(e.onu_failures) = 'array' THEN e.onu_failures ELSE '[]'::jsonb END)
+			AS f(instance text, pon_index bigint, onu_id bigint, oids text[], error text)
+		WHERE e.id = $1`, id)
+	if aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"execution": execs[0], "attempts": attempts, "onu_failures": failures})
 	return nil
 }
 

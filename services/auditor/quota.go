@@ -11,6 +11,7 @@ import (
 
 	"github.com/facho-olt/facho/pkg/jsrouter"
 	"github.com/facho-olt/facho/pkg/projection"
+	"github.com/facho-olt/facho/pkg/quotaplan"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -42,20 +43,25 @@ const (
 func period(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
 
 // quotaRequired is how many runs of a task with this interval the hour
-// starting at start asks for: 3600/interval (a 5-minute task 12, a
-// 15-minute one 4; at least 1). In an hour the node (re)starts in, first
-// is its first run (zero otherwise): only the runs left from it count, no
-// catch-up: a task enabled at 10:50 owes one 15-minute run that hour.
-func quotaRequired(intervalSeconds int, start, first time.Time) int {
-	if intervalSeconds <= 0 {
-		return 1
+// starting at start owes under the scheduling rule (quotaplan.Expected):
+// scheds are the scheduled times of the hour's runs, durs their durations
+// (nil: not timed); ranBefore whether the task had a run in the hour
+// before. It also gives the rule's next due time and cycle.
+func quotaRequired(intervalSeconds int, start time.Time, ranBefore bool, scheds []time.Time, durs []*int64) (int, *time.Time, int64) {
+	runs := make([]quotaplan.Run, len(scheds))
+	for i, at := range scheds {
+		runs[i].ScheduledAt = at
+		if i < len(durs) && durs[i] != nil {
+			runs[i].Duration, runs[i].Timed = time.Duration(*durs[i])*time.Millisecond, true
+		}
 	}
-	iv := time.Duration(intervalSeconds) * time.Second
-	end := start.Add(time.Hour)
-	if first.After(start) && first.Before(end) {
-		return max(1, int(math.Ceil(float64(end.Sub(first))/float64(iv))))
+	p := quotaplan.Expected(time.Duration(intervalSeconds)*time.Second, start, ranBefore, runs)
+	var next *time.Time
+	if !p.NextDue.IsZero() {
+		n := p.NextDue.UTC()
+		next = &n
 	}
-	return max(1, int(time.Hour/iv))
+	return p.Expected, next, p.Cycle.Milliseconds()
 }
 
 // counts are a tracker's executions by outcome.
@@ -97,6 +103,9 @@ type tracker struct {
 	IntervalSeconds                   int
 	PeriodStart, PeriodEnd            time.Time
 	Required                          int
+	// NextDue and Cycle: where the rule left the hour (quotaplan.Plan).
+	NextDue *time.Time
+	CycleMS int64
 	counts
 	Status    string
 	CheckedAt *time.Time
@@ -111,8 +120,9 @@ func recompute(ctx context.Context, tx pgx.Tx, oltID, taskType string, start tim
 	t := tracker{OLTID: oltID, TaskType: taskType, PeriodStart: start, PeriodEnd: start.Add(time.Hour)}
 	var (
 		interval  *int32
-		firstRun  *time.Time
 		ranBefore bool
+		scheds    []time.Time
+		durs      []*int64
 	)
 	err := tx.QueryRow(ctx, `SELECT
 			count(*) FILTER (WHERE outcome = 'SUCCESS'),
@@ -124,10 +134,11 @@ func recompute(ctx context.Context, tx pgx.Tx, oltID, taskType string, start tim
 			(array_agg(interval_seconds ORDER BY scheduled_at DESC))[1],
 			coalesce((array_agg(job_kind ORDER BY scheduled_at DESC))[1], ''),
 			coalesce((array_agg(job_name ORDER BY scheduled_at DESC))[1], ''),
-			min(scheduled_at),
+			array_agg(scheduled_at ORDER BY scheduled_at, execution_id),
+			array_agg(CASE WHEN outcome IN ('SUCCESS', 'FAILED') THEN duration_ms END ORDER BY scheduled_at, execution_id),
 			EXISTS (SELECT 1 FROM quota_executions p WHERE p.olt_id = $1 AND p.task_type = $2 AND p.period_start = $3::timestamptz - interval '1 hour')
 		FROM quota_executions WHERE olt_id = $1 AND task_type = $2 AND period_start = $3`,
-		oltID, taskType, start).Scan(&t.completed, &t.failed, &t.skipped, &t.pending, &t.totalMS, &t.timed, &interval, &t.JobKind, &t.JobName, &firstRun, &ranBefore)
+		oltID, taskType, start).Scan(&t.completed, &t.failed, &t.skipped, &t.pending, &t.totalMS, &t.timed, &interval, &t.JobKind, &t.JobName, &scheds, &durs, &ranBefore)
 	if err != nil {
 		return t, fmt.Errorf("count executions of %s/%s at %s: %w", oltID, taskType, start.Format(time.RFC3339), err)
 	}
@@ -138,12 +149,10 @@ func recompute(ctx context.Context, tx pgx.Tx, oltID, taskType string, start tim
 	}
 	t.IntervalSeconds = int(*interval)
 	// A node with no run scheduled in the previous hour (new, re-enabled,
-	// its OLT back, or an interval over an hour) (re)starts in this one.
-	var first time.Time
-	if !ranBefore && firstRun != nil {
-		first = *firstRun
-	}
-	t.Required = quotaRequired(t.IntervalSeconds, start, first)
+	// its OLT back, or an interval over an hour) (re)starts in this one:
+	// its hour owes the runs from its first. The expected runs follow the
+	// scheduling rule over the hour's runs (quotaplan).
+	t.Required, t.NextDue, t.CycleMS = quotaRequired(t.IntervalSeconds, start, ranBefore, scheds, durs)
 	var interrupted bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM quota_interruptions WHERE olt_id = $1 AND period_start = $2)`, oltID, start).Scan(&interrupted); err != nil {
 		return t, fmt.Errorf("interruptions of %s: %w", oltID, err)
@@ -162,16 +171,17 @@ func recompute(ctx context.Context, tx pgx.Tx, oltID, taskType string, start tim
 		avg = t.totalMS / int64(t.timed)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO quota_tracker (olt_id, task_type, job_kind, job_name, interval_seconds, period_start, period_end,
-			quota_required, quota_completed, quota_failed, quota_skipped, quota_pending, total_duration_ms, avg_duration_ms, status, checked_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+			quota_required, quota_completed, quota_failed, quota_skipped, quota_pending, total_duration_ms, avg_duration_ms, status, checked_at, next_due_at, cycle_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 		ON CONFLICT (olt_id, task_type, period_start) DO UPDATE SET
 			job_kind = EXCLUDED.job_kind, job_name = EXCLUDED.job_name, interval_seconds = EXCLUDED.interval_seconds,
 			quota_required = EXCLUDED.quota_required, quota_completed = EXCLUDED.quota_completed, quota_failed = EXCLUDED.quota_failed,
 			quota_skipped = EXCLUDED.quota_skipped, quota_pending = EXCLUDED.quota_pending,
 			total_duration_ms = EXCLUDED.total_duration_ms, avg_duration_ms = EXCLUDED.avg_duration_ms,
-			status = EXCLUDED.status, checked_at = EXCLUDED.checked_at, updated_at = now()`,
+			status = EXCLUDED.status, checked_at = EXCLUDED.checked_at, next_due_at = EXCLUDED.next_due_at,
+			cycle_ms = EXCLUDED.cycle_ms, updated_at = now()`,
 		oltID, taskType, t.JobKind, t.JobName, t.IntervalSeconds, start, t.PeriodEnd,
-		t.Required, t.completed, t.failed, t.skipped, t.pending, t.totalMS, avg, t.Status, checkedAt)
+		t.Required, t.completed, t.failed, t.skipped, t.pending, t.totalMS, avg, t.Status, checkedAt, t.NextDue, t.CycleMS)
 	if err != nil {
 		return t, fmt.Errorf("upsert tracker %s/%s at %s: %w", oltID, taskType, start.Format(time.RFC3339), err)
 	}

@@ -9,24 +9,47 @@ import (
 
 var h10 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
+// TestQuotaRequired: the tracker's quota follows the scheduling rule
+// (pkg/quotaplan has the rule's own table): a 5-minute task whose runs
+// take a few ms or 60 s owes the runs it had, not 3600/300; durations come
+// in ms, untimed runs (nil) take the timed ones' mean.
 func TestQuotaRequired(t *testing.T) {
+	ms := func(v int64) *int64 { return &v }
+	// every: runs scheduled from first, each cycle apart, while in the hour.
+	every := func(first time.Time, cycle time.Duration) []time.Time {
+		var out []time.Time
+		for at := first; at.Before(h10.Add(time.Hour)); at = at.Add(cycle) {
+			out = append(out, at)
+		}
+		return out
+	}
+	timed := func(n int, d int64) []*int64 {
+		out := make([]*int64, n)
+		for i := range out {
+			out[i] = ms(d)
+		}
+		return out
+	}
+	fast := every(h10.Add(4*time.Second), 5*time.Minute+4*time.Millisecond)
+	slow := every(h10.Add(2*time.Minute), 6*time.Minute)
 	for _, tc := range []struct {
-		name     string
-		interval int
-		first    time.Time
-		want     int
+		name      string
+		interval  int
+		ranBefore bool
+		scheds    []time.Time
+		durs      []*int64
+		want      int
 	}{
-		{"5-minute task, known before the hour", 300, h10.Add(-time.Hour), 12},
-		{"15-minute task, known before the hour", 900, h10.Add(-time.Minute), 4},
-		{"15-minute task first run at the hour", 900, h10, 4},
-		{"15-minute task enabled at 10:07", 900, h10.Add(7 * time.Minute), 4},
-		{"15-minute task enabled at 10:50", 900, h10.Add(50 * time.Minute), 1},
-		{"60-second task enabled at 10:40", 60, h10.Add(40 * time.Minute), 20},
-		{"2-hour task", 7200, h10.Add(-3 * time.Hour), 1},
-		{"first run in a later hour (replay)", 900, h10.Add(2 * time.Hour), 4},
-		{"no interval", 0, time.Time{}, 1},
+		{"5-minute task, 4 ms runs", 300, true, fast, timed(len(fast), 4), 12},
+		{"5-minute task, 60 s runs (10, not 12)", 300, true, slow, timed(len(slow), 60_000), 10},
+		{"5-minute task, 60 s runs, one missing at :26", 300, true, append(append([]time.Time{}, slow[:4]...), slow[5:]...), timed(len(slow)-1, 60_000), 10},
+		{"5-minute task, stopped after :32", 300, true, slow[:6], timed(6, 60_000), 10},
+		{"15-minute task enabled at 10:50", 900, false, []time.Time{h10.Add(50 * time.Minute)}, nil, 1},
+		{"60-second task enabled at 10:40, one run pending", 60, false, []time.Time{h10.Add(40 * time.Minute)}, []*int64{nil}, 20},
+		{"2-hour task", 7200, true, []time.Time{h10.Add(time.Minute)}, []*int64{ms(1000)}, 1},
+		{"no interval", 0, false, []time.Time{h10}, nil, 1},
 	} {
-		if got := quotaRequired(tc.interval, h10, tc.first); got != tc.want {
+		if got, _, _ := quotaRequired(tc.interval, h10, tc.ranBefore, tc.scheds, tc.durs); got != tc.want {
 			t.Errorf("%s: required %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -57,6 +57,31 @@ func aborts(t *testing.T, js jetstream.JetStream, olt string) []streams.Executio
 	}
 }
 
+// auditsOf are the planner's audit events of kind the stream holds now.
+func auditsOf(t *testing.T, js jetstream.JetStream, kind string) []streams.AuditEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, streams.StreamAudit, jetstream.OrderedConsumerConfig{FilterSubjects: []string{streams.SubjectAudit("planner")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []streams.AuditEvent
+	for {
+		msg, err := cons.Next(jetstream.FetchMaxWait(300 * time.Millisecond))
+		if err != nil {
+			return out
+		}
+		_, ev, err := streams.Decode[streams.AuditEvent](msg.Data())
+		if err != nil {
+			t.Fatalf("decode audit event: %v", err)
+		}
+		if ev.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+}
+
 // waitAborts waits until olt has at least n execution.aborted events.
 func waitAborts(t *testing.T, js jetstream.JetStream, olt string, n int) []streams.ExecutionAborted {
 	t.Helper()
@@ -212,8 +237,10 @@ func TestRetryDroppedWhileNoPlannerRanIsAborted(t *testing.T) {
 // never ends), so the retry waits in the OLT's queue behind it with the
 // first run of fresh. The OLT is disabled, live or while no planner runs:
 // the queued retry's execution is aborted, once; fresh's first run, never
-// dispatched, has no execution event and gets none.
-func TestQueuedRetryIsAbortedAndANeverDispatchedRunIsNot(t *testing.T) {
+// dispatched, waiting in the queue, is aborted too (its execution can be
+// opened), unless the OLT was disabled while no planner ran (the new
+// planner never queued it, nothing names it).
+func TestQueuedRetryAndWaitingFirstRunAreAborted(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		down bool // the OLT is disabled while no planner runs
@@ -310,7 +337,36 @@ func TestQueuedRetryIsAbortedAndANeverDispatchedRunIsNot(t *testing.T) {
 			mu.Lock()
 			nd := first["get-l"]
 			mu.Unlock()
-			checkAbort(t, aborts(t, env.JS, "olt-l"), nd, "OLT disabled")
+			var retry, fresh []streams.ExecutionAborted
+			for _, a := range aborts(t, env.JS, "olt-l") {
+				if a.JobID == "fresh" {
+					fresh = append(fresh, a)
+				} else {
+					retry = append(retry, a)
+				}
+			}
+			checkAbort(t, retry, nd, "OLT disabled")
+			// Every waiting execution an EXECUTION_ABORTED audit event
+			// names has its execution.aborted, so it can be opened: live,
+			// fresh's first run (a new planner never queued it: none).
+			named := map[string]bool{}
+			for _, e := range auditsOf(t, env.JS, streams.AuditExecAborted) {
+				if e.Details["what"] == "waiting" && e.Details["job_id"] == "fresh" {
+					named[e.Details["execution_id"].(string)] = true
+				}
+			}
+			want := 1
+			if tc.down {
+				want = 0
+			}
+			if len(fresh) != want || len(named) != want {
+				t.Fatalf("fresh's first run: %d execution.aborted, %d named by the audit; want %d: %+v", len(fresh), len(named), want, fresh)
+			}
+			for _, a := range fresh {
+				if !named[a.ExecutionID] || !strings.Contains(a.Reason, "OLT disabled") || a.OLTID != "olt-l" || a.AbortedAt.IsZero() {
+					t.Errorf("fresh's execution.aborted %+v; want the one the audit names (%v), reason OLT disabled", a, named)
+				}
+			}
 		})
 	}
 }

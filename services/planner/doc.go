@@ -121,5 +121,12 @@
 // event is the failed or lost attempt before it, is ended by the planner's
 // own execution.aborted (Nats-Msg-Id "<execution_id>:aborted", the
 // poller's, so it is recorded once), also when the change came while no
-// planner ran; a first run never dispatched has no event to end.
+// planner ran; a first run waiting in the OLT's queue when its node leaves
+// is aborted the same way (the audit event names its execution, which can
+// then be opened).
+//
+// Retries: a failed attempt is retried after the job's retry delay (or the
+// class backoff); an attempt lost with its poller (execution.interrupted
+// after its lease expired: the lease is free) at once, in the retry class
+// (retryAt).
 package planner

@@ -333,8 +333,8 @@ func (p *planner) onFinish(ctx context.Context, f finish) {
 // attempt ended the execution: its redelivered NodeDue came too late and
 // was skipped as stale (or on the OLT busy on every delivery), or no
 // terminal event came at all. The execution ended INTERRUPTED and is
-// retried like a failed one, in the retry class after the same backoff,
-// and counted in the same n.Attempts against the node's max_retries (the
+// retried like a failed one, in the retry class, but at once (retryAt:
+// the lease is free, nothing failed on the OLT), and counted in the same n.Attempts against the node's max_retries (the
 // job's, else its class's, never above the retry class's ceiling; -1 and
 // manual runs: none). So an execution is dispatched at most 1 +
 // max_retries times whatever mix of failures and interruptions it meets.
@@ -363,7 +363,7 @@ func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
 	// end + interval, and it counts as a failure like the others.
 	retry := (f.Status == statusFailed && !f.NoRetry) || (lost && f.Status == statusInterrupted)
 	if n, ok := p.sched.Node(fl.Key); ok && retry && n.Attempts < n.Spec.MaxRetries {
-		at := f.End.Add(p.cfg.retryDelay(n.Spec, n.Attempts+1)).Truncate(time.Millisecond)
+		at := p.retryAt(n.Spec, n.Attempts+1, f, lost)
 		p.sched.Retry(fl.Key, fl.ScheduledAt, at)
 		if lost && la.Attempt > 0 {
 			// The retry runs past the lost attempt: a late event of that
@@ -377,6 +377,19 @@ func (p *planner) completeFlight(ctx context.Context, fl Flight, f finish) {
 	}
 	p.sched.Finish(fl.Key, fl.ScheduledAt, f.End, f.Status)
 	p.countOutcome(ctx, f)
+}
+
+// retryAt is when retry number n of an ended master is due: a failed
+// attempt's after the job's retry delay (the OLT or the poller may need
+// the pause); an attempt lost with its poller (interrupted: its lease
+// expired, which is what published the interruption, so the lease is free)
+// at once: nothing failed on the OLT, and waiting the retry delay only
+// leaves the OLT unpolled.
+func (p *planner) retryAt(spec NodeSpec, n int, f finish, lost bool) time.Time {
+	if lost && f.Status == statusInterrupted {
+		return f.End.Truncate(time.Millisecond)
+	}
+	return f.End.Add(p.cfg.retryDelay(spec, n)).Truncate(time.Millisecond)
 }
 
 // checkStuck ends flights whose terminal events never came, so their OLT's
@@ -427,8 +440,9 @@ func (p *planner) publishAudit(ctx context.Context, ev streams.AuditEvent, id st
 // aborted if it has not started; a disabled or deleted OLT's is also
 // interrupted if it runs (the poller watches facho_cancel, stops between
 // two requests and releases the lease). A retry not dispatched yet (in
-// its backoff, or waiting in the OLT's queue) is ended by the planner's
-// own execution.aborted (abortExecution). Each is an EXECUTION_ABORTED
+// its backoff, or waiting in the OLT's queue) and a first run waiting in
+// the OLT's queue are ended by the planner's own execution.aborted
+// (abortExecution). Each is an EXECUTION_ABORTED
 // audit event.
 func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 	if reason == "" {
@@ -455,8 +469,12 @@ func (p *planner) abortNode(ctx context.Context, c Change, reason string) {
 			p.abortExecution(ctx, d.Key, id, retryCancelled+reason)
 		default:
 			// A first run never dispatched: no event of its execution
-			// exists, so none has to end it.
+			// exists yet, but the audit event names it, so it is ended
+			// too (the executions read model gets its ABORTED row, which
+			// the API opens; the quotas count it nowhere without its
+			// NodeDue).
 			id = ExecutionID(d.Key, d.ScheduledAt)
+			p.abortExecution(ctx, d.Key, id, reason)
 		}
 		p.auditAbort(ctx, c, id, "waiting", reason)
 	}

@@ -127,3 +127,79 @@ func startKiller(t *testing.T, ctx context.Context, js jetstream.JetStream, canc
 			ScheduledAt: nd.ScheduledAt, SkippedAt: now, Reason: "stale"})
 	})
 }
+
+// An attempt lost with its poller (execution.interrupted after its lease
+// expired: the lease is free) is retried at once, not after the job's
+// retry delay (here an hour), while a failed attempt of another job still
+// waits its delay: the interrupted execution's attempt 2 is dispatched in
+// the retry class within seconds, the failed one's is not.
+func TestInterruptedAttemptIsRetriedAtOnce(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	publish(t, env.JS, streams.SubjectBrand("huawei"), streams.BrandUpserted{ID: "huawei", Name: "Huawei", IndexScheme: "pon.onu"})
+	publish(t, env.JS, streams.SubjectOID("hw-serial"), streams.OIDUpserted{ID: "hw-serial", BrandID: "huawei", Name: "serial",
+		OID: "1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "hex_serial"}})
+	for _, j := range []string{"lost", "failing"} {
+		publish(t, env.JS, streams.SubjectJob(j), streams.JobUpserted{ID: j, Name: j, BrandID: "huawei", Kind: streams.KindGet,
+			OIDIDs: []string{"hw-serial"}, IntervalSeconds: 3600, MaxRetries: 2, RetryDelaySeconds: 3600, Priority: 40, Enabled: true})
+		publish(t, env.JS, streams.SubjectAssignment(j, "olt-"+j), streams.JobOLTAssigned{JobID: j, OLTID: "olt-" + j, Enabled: true})
+		publish(t, env.JS, streams.SubjectOLT("olt-"+j), streams.OLTUpserted{ID: "olt-" + j, Name: j, BrandID: "huawei", IP: "127.0.0.1", Port: 1161,
+			CommunityEnc: "v1:sealed-placeholder", Enabled: true})
+	}
+	// olt-lost's poller dies on attempt 1 (interrupted, then its
+	// redelivery skipped as stale); attempt 2 succeeds. olt-failing's
+	// attempt 1 fails (retryable).
+	onNodeDue(t, ctx, env.JS, func(nd streams.NodeDue) {
+		switch {
+		case nd.JobID == "failing":
+			execEvent(t, ctx, env.JS, nd, streams.PhaseFailed, streams.MsgID(nd.ExecutionID, nd.Attempt, streams.PhaseFailed), failedOf(nd, nd.Attempt))
+		case nd.Attempt == 1:
+			// The survivor's view of the dead poller (startKiller).
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			execEvent(t, ctx, env.JS, nd, streams.PhaseInterrupted, streams.MsgID(nd.ExecutionID, 1, streams.PhaseInterrupted), streams.ExecutionInterrupted{
+				ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID, PollerID: "doomed", Attempt: 1, LeaseRevision: 7,
+				StartedAt: now.Add(-time.Second), InterruptedAt: now, DetectedBy: "survivor", Reason: "lease expired"})
+			execEvent(t, ctx, env.JS, nd, streams.PhaseSkipped, streams.MsgID(nd.ExecutionID, 1, streams.PhaseSkipped), streams.ExecutionSkipped{
+				ExecutionID: nd.ExecutionID, JobID: nd.JobID, OLTID: nd.OLTID, PollerID: "survivor", ScheduledAt: nd.ScheduledAt, SkippedAt: now, Reason: "stale"})
+		default:
+			execEvent(t, ctx, env.JS, nd, streams.PhaseSucceeded, streams.MsgID(nd.ExecutionID, nd.Attempt, streams.PhaseSucceeded), succeededOf(nd, nd.Attempt))
+		}
+	})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := planner.Run(ctx, planner.Config{Tick: 20 * time.Millisecond, FirstRunDelay: 100 * time.Millisecond, FirstRunSpread: -1, DisableAfterFailures: -1},
+			planner.Deps{JS: env.JS, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Errorf("planner.Run: %v", err)
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }()
+
+	start := time.Now()
+	waitEntry(t, env.JS, "lost.olt-lost", "the lost execution retried and run", func(ns streams.NodeSchedule, ok bool) bool { return ok && ns.LastStatus == "SUCCESS" })
+	t.Logf("lost attempt retried and succeeded %s after the planner started (retry delay 1 h)", time.Since(start).Round(time.Millisecond))
+	all := collect(t, env.JS, streams.StreamSchedule, streams.SubjectsNodeDue, func(e []streams.Envelope) bool { return len(e) >= 3 })
+	time.Sleep(500 * time.Millisecond)
+	all = collect(t, env.JS, streams.StreamSchedule, streams.SubjectsNodeDue, func(e []streams.Envelope) bool { return len(e) >= len(all) })
+	var lost, failing []streams.NodeDue
+	for _, e := range all {
+		var nd streams.NodeDue
+		if err := streams.DecodeData(e, &nd); err != nil {
+			t.Fatal(err)
+		}
+		if nd.JobID == "lost" {
+			lost = append(lost, nd)
+		} else {
+			failing = append(failing, nd)
+		}
+	}
+	if len(lost) != 2 || lost[1].ExecutionID != lost[0].ExecutionID || lost[1].Attempt != 2 || lost[1].Class != streams.ClassRetry {
+		t.Errorf("lost's dispatches %+v; want attempt 1, then attempt 2 of the same execution in the retry class", lost)
+	}
+	if len(failing) != 1 {
+		t.Errorf("failing dispatched %d times; its retry waits its hour", len(failing))
+	}
+}

@@ -89,7 +89,7 @@ func listDefs() map[string]listDef {
 			Link: func(r map[string]any) string { return "/olts/" + url.PathEscape(str(r["olt_id"])) }},
 		"quotas": {Title: "Quota trackers", Singular: "quota tracker", Path: "/quotas", API: "/api/v1/quotas", Key: "quotas",
 			Cols: []col{{"period_start", "Hour", "period_start", "time"}, {"olt_id", "OLT", "olt_id", "oltlink"}, {"job_name", "Task", "", "text"},
-				{"compliance_percent", "Progress", "", "progress"}, {"quota_required", "Required", "", "text"}, {"quota_completed", "Done", "", "text"},
+				{"compliance_percent", "Progress", "", "quotaprogress"}, {"quota_required", "Required", "", "text"}, {"quota_completed", "Done", "", "text"},
 				{"quota_failed", "Failed", "", "text"}, {"quota_skipped", "Skipped", "", "text"}, {"quota_pending", "Pending", "", "text"},
 				{"avg_duration_ms", "Avg ms", "", "text"}, {"status", "Status", "status", "badge"}},
 			Filters: []filter{{Name: "olt_id", Label: "OLT"}, {Name: "status", Label: "Status", Options: []string{"", "IN_PROGRESS", "COMPLETED", "PARTIAL", "QUOTA_NOT_MET", "INTERRUPTED"}}}},
