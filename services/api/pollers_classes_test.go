@@ -57,7 +57,12 @@ func TestPollerStatsPerClass(t *testing.T) {
 	if p["free_pollers"] != float64(4) || p["is_saturated"] != false {
 		t.Fatalf("polling %v", p)
 	}
-	resp, err := http.Get(f.srv.URL + "/metrics")
+	mreq, err := http.NewRequest("GET", f.srv.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mreq.Header.Set("Authorization", "Bearer "+token) // /metrics on the API port needs a token
+	resp, err := http.DefaultClient.Do(mreq)
 	if err != nil {
 		t.Fatal(err)
 	}
