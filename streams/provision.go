@@ -313,7 +313,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 	if _, err := js.CreateOrUpdateKeyValue(ctx, OLTSNMPBucketConfig(o)); err != nil {
 		return fmt.Errorf("provision kv %s: %w", BucketOLTSNMP, err)
 	}
-	for _, kv := range []jetstream.KeyValueConfig{ScheduleBucketConfig(o), CancelBucketConfig(o), LeaderBucketConfig(o)} {
+	for _, kv := range []jetstream.KeyValueConfig{ScheduleBucketConfig(o), CancelBucketConfig(o), LeaderBucketConfig(o), AvailabilityLeaderBucketConfig(o)} {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("provision kv %s: %w", kv.Bucket, err)
 		}

@@ -72,10 +72,12 @@ func Table() []Identity {
 			// consecutive failures, the aborted end of a manual run it
 			// cannot make.
 			Publish: []string{streams.SubjectsNodeDue, streams.SubjectsAudit, streams.SubjectOLTDisabled("*"),
-				streams.SubjectExec("*", streams.PhaseAborted)},
+				streams.SubjectExec("*", streams.PhaseAborted),
+				// The skip of a due node of an unavailable OLT.
+				streams.SubjectExec("*", streams.PhaseSkipped)},
 			// The configuration replay, the terminal execution events, the
-			// manual run requests.
-			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamSchedule},
+			// manual run requests, the OLTs' availability.
+			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamSchedule, streams.StreamOLT},
 			Buckets: []string{streams.BucketSchedule, streams.BucketCancel, streams.BucketPlannerLeader},
 		},
 		{
@@ -133,11 +135,16 @@ func Table() []Identity {
 		{
 			Name:        Availability,
 			Description: "probes OLTs (sysUpTime) and publishes their availability",
-			Publish:     []string{streams.SubjectsOLTAvailability},
+			// Availability changes and their audit events; the re-enable
+			// of an auto-disabled OLT that answers again.
+			Publish: []string{streams.SubjectsOLTAvailability, streams.SubjectsAudit,
+				streams.SubjectOLTDisabled("*")},
 			// The configuration replay (OLTs, their targets), the execution
 			// outcomes, its own last states.
 			Ordered:  []string{streams.StreamConfig, streams.StreamExec, streams.StreamOLT},
 			ReadMsgs: []string{streams.StreamOLT},
+			// Its leader lease.
+			Buckets: []string{streams.BucketAvailabilityLeader},
 		},
 		{
 			Name:        Alerter,
