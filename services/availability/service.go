@@ -622,4 +622,3 @@ func (s *service) forget() {
 	s.m.available.Reset()
 	s.m.olts.Reset()
 }
-

@@ -113,10 +113,10 @@ func TestNoAnswer(t *testing.T) {
 		"olt o1 did not answer (timeout): request timeout (after 1 retries)": true,
 		"walk: request timeout (after 2 retries): max retries exceeded":      true,
 		"read udp 127.0.0.1:1->127.0.0.1:2: i/o timeout":                     true,
-		"connection refused":                                                 true,
-		"node timeout after 1m0s":                                            false,
-		"decode column hw-rx: not a number":                                  false,
-		"":                                                                   false,
+		"connection refused":                true,
+		"node timeout after 1m0s":           false,
+		"decode column hw-rx: not a number": false,
+		"":                                  false,
 	}
 	for in, want := range cases {
 		if got := NoAnswer(in); got != want {
