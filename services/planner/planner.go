@@ -81,6 +81,10 @@ type planner struct {
 	// reconnection is queued once); earlyManual wait for the plan.
 	seenManual  map[string]time.Time
 	earlyManual []streams.NodeRunRequested
+	// unavailable holds the OLTs the availability service says are
+	// unavailable (since when): their due nodes are skipped
+	// (availability.go).
+	unavailable map[string]time.Time
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -196,6 +200,7 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		orphans:       map[string]finish{},
 		lost:          map[string]lostAttempt{},
 		nextAttempt:   map[NodeKey]int{},
+		unavailable:   map[string]time.Time{},
 	}
 	if cfg.FirstRunSpread > 0 {
 		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
@@ -289,6 +294,12 @@ func (p *planner) run(ctx context.Context) error {
 		return err
 	}
 	defer stopManual()
+	avail := make(chan streams.OLTAvailability, 256)
+	stopAvail, err := p.followAvailability(ctx, avail)
+	if err != nil {
+		return err
+	}
+	defer stopAvail()
 
 	ticker := time.NewTicker(p.cfg.Tick)
 	defer ticker.Stop()
@@ -325,6 +336,8 @@ func (p *planner) run(ctx context.Context) error {
 				break
 			}
 			p.endBatch(ctx)
+		case ev := <-avail:
+			p.onAvailability(ctx, ev)
 		case req := <-manuals:
 			if !p.caughtUp || p.initialPending {
 				p.earlyManual = append(p.earlyManual, req)
@@ -433,6 +446,13 @@ func (p *planner) handle(ctx context.Context, msg jetstream.Msg, replayUntil uin
 		known, err = p.state.apply(env)
 		if err == nil && olt != "" && had && p.caughtUp {
 			p.oltTransition(ctx, olt, wasEnabled, p.state.oltEnabled(olt))
+		}
+		if err == nil && env.Type == streams.TypeOLTAutoEnabled {
+			// Re-enabled by the availability service (which audits it):
+			// its failure count starts over.
+			id := strings.TrimPrefix(msg.Subject(), "facho.config.olt_disabled.")
+			delete(p.failures, id)
+			p.failuresDirty[id] = true
 		}
 		if err == nil && !known {
 			p.m.configEvents.WithLabelValues("unknown").Inc()
