@@ -129,7 +129,7 @@ func routeDocs() map[string]routeDoc {
 			Query: page(olt, param{"task_type", "string", "only of this task type (job id)"}, param{"severity", "string", "LOW, MEDIUM, HIGH, CRITICAL"}, param{"notified", "boolean", "only notified (true) or not yet (false)"}, param{"since", "string", "RFC 3339 time: hours starting not before"}, param{"until", "string", "RFC 3339 time: hours starting not after"})},
 		"GET /api/v1/violations/{id}":                  {Summary: "Get a quota violation with its JSON report", Tag: "quotas"},
 		"GET /api/v1/webhooks":                         {Summary: "List webhooks (never their secret)", Tag: "webhooks", Query: page(enabled)},
-		"POST /api/v1/webhooks":                        {Summary: "Create a webhook: url, events (quota_violation, olt_disabled, repeated_failures), secret (sealed at once; generated and shown once when absent)", Tag: "webhooks", Body: webhookRequest{}, Status: 201},
+		"POST /api/v1/webhooks":                        {Summary: "Create a webhook: url, events (quota_violation, olt_disabled, repeated_failures, olt_enabled), secret (sealed at once; generated and shown once when absent)", Tag: "webhooks", Body: webhookRequest{}, Status: 201},
 		"GET /api/v1/webhooks/{id}":                    {Summary: "Get a webhook (never its secret)", Tag: "webhooks"},
 		"PUT /api/v1/webhooks/{id}":                    {Summary: "Change a webhook (the secret is kept when absent)", Tag: "webhooks", Body: webhookRequest{}},
 		"PATCH /api/v1/webhooks/{id}":                  {Summary: "Change some fields of a webhook", Tag: "webhooks", Body: webhookRequest{}},

@@ -154,7 +154,7 @@ func streakNotification(olt, execID, errText string, n int, at time.Time) notifi
 	}}
 }
 
-// auditNotify notifies an OLT_DISABLED audit event (consumer
+// auditNotify notifies an OLT_DISABLED or OLT_ENABLED audit event (consumer
 // auditor-audit), in the transaction of its coordinator log row, and
 // interrupts the OLT's quotas of the hour (the planner disables an OLT
 // after its failures without a configuration event).
@@ -167,19 +167,26 @@ func (a *auditor) auditNotify(m jsrouter.Msg, env streams.Envelope) (func(contex
 	if err := streams.DecodeData(env, &ev); err != nil {
 		return nil, err
 	}
-	if ev.Kind != streams.AuditOLTDisabled {
+	kind := ""
+	switch ev.Kind {
+	case streams.AuditOLTDisabled:
+		kind = streams.NotifyOLTDisabled
+	case streams.AuditOLTEnabled:
+		// Enabled again by its configuration or by the recovery probes.
+		kind = streams.NotifyOLTEnabled
+	default:
 		return mark, nil
 	}
 	e := sanitize(Entry{OLTID: ev.OLTID, EventType: ev.Kind, Message: ev.Message, Details: ev.Details})
 	n := notification{ev: streams.Notification{
-		ID: streams.MsgID(streams.NotifyOLTDisabled, m.Stream, m.Seq), Kind: streams.NotifyOLTDisabled, OLTID: ev.OLTID,
+		ID: streams.MsgID(kind, m.Stream, m.Seq), Kind: kind, OLTID: ev.OLTID,
 		Severity: strings.ToUpper(ev.Level), Message: e.Message, Details: e.Details, OccurredAt: env.Time,
 	}}
 	if !levels[n.ev.Severity] {
 		n.ev.Severity = streams.LevelWarning
 	}
 	return func(ctx context.Context, tx pgx.Tx) error {
-		if ev.OLTID != "" {
+		if ev.OLTID != "" && ev.Kind == streams.AuditOLTDisabled {
 			if err := a.interrupt(ctx, tx, ev.OLTID, env.Time, "OLT_DISABLED: "+e.Message); err != nil {
 				return err
 			}
