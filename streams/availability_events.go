@@ -56,3 +56,7 @@ const AvailabilityLeaderKey = "availability"
 // planner publishes instead of dispatching a due node to an unavailable
 // OLT.
 const SkipReasonOLTUnavailable = "olt unavailable"
+
+// ConsumerProjectorOLT is the projector's durable on FACHO_OLT: the
+// olt_availability read model.
+const ConsumerProjectorOLT = "projector-olt"

@@ -253,6 +253,7 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamAudit, ConsumerAuditorQuotaAudit, SubjectsAudit, "auditor: OLT_DISABLED interrupts quotas and is notified", ProjectionAckWait, 10)),
 		ordered(mk(StreamNotify, ConsumerAuditorNotify, SubjectsNotifyQuotaViolation, "auditor: quota_violations", ProjectionAckWait, 10)),
 		ordered(mk(StreamNotify, ConsumerAuditorNotifyLog, SubjectsNotifyQuotaViolation, "auditor: QUOTA_VIOLATION coordinator logs", ProjectionAckWait, 10)),
+		ordered(mk(StreamOLT, ConsumerProjectorOLT, SubjectsOLTAvailability, "projector: olt_availability", ProjectionAckWait, 10)),
 	)
 }
 

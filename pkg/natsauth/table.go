@@ -102,7 +102,7 @@ func Table() []Identity {
 			Consumers: []string{
 				streams.ConsumerProjectorConfig, streams.ConsumerProjectorSchedule,
 				streams.ConsumerProjectorExec, streams.ConsumerProjectorVarbinds,
-				streams.ConsumerProjectorDLQ,
+				streams.ConsumerProjectorDLQ, streams.ConsumerProjectorOLT,
 			},
 			// At start, the varbind batches a previous holder fetched and
 			// did not ack are read and applied first (varbindloop.go).
