@@ -82,9 +82,9 @@ func routeDocs() map[string]routeDoc {
 		"PATCH /api/v1/oids/{id}":  {Summary: "Change some fields of an OID", Tag: "oids", Body: oidRequest{}, Status: 202},
 		"DELETE /api/v1/oids/{id}": {Summary: "Delete an OID (409 while a job uses it)", Tag: "oids", Status: 202},
 
-		"GET /api/v1/olts":               {Summary: "List OLTs", Tag: "olts", Query: page(brand, enabled)},
+		"GET /api/v1/olts":               {Summary: "List OLTs, each with its availability (available, unreachable, unavailable; null when never probed), availability_since and availability_error", Tag: "olts", Query: page(brand, enabled)},
 		"POST /api/v1/olts":              {Summary: "Create an OLT (409 when the id exists); the community is sealed at once. With profile (a vendor profile id) or brand_id \"auto\" (identified by one SNMP GET of sysObjectID and sysDescr; 422 naming what was read when no profile matches) the profile's brand, OIDs and default jobs are created when absent and the jobs assigned", Tag: "olts", Body: oltRequest{}, Status: 201},
-		"GET /api/v1/olts/{id}":          {Summary: "Get an OLT (never its community)", Tag: "olts"},
+		"GET /api/v1/olts/{id}":          {Summary: "Get an OLT (never its community) with its availability (available, unreachable, unavailable; null when never probed), availability_since and availability_error", Tag: "olts"},
 		"PUT /api/v1/olts/{id}":          {Summary: "Replace an OLT (the community is kept when absent)", Tag: "olts", Body: oltRequest{}, Status: 202},
 		"PATCH /api/v1/olts/{id}":        {Summary: "Change some fields of an OLT", Tag: "olts", Body: oltRequest{}, Status: 202},
 		"DELETE /api/v1/olts/{id}":       {Summary: "Delete an OLT: it loses all pending work", Tag: "olts", Status: 202},
