@@ -70,7 +70,7 @@ func (c Config) WithDefaults() Config {
 		c.RecoverProbes = 3
 	}
 	if c.Tick == 0 {
-		c.Tick = 250 * time.Millisecond
+		c.Tick = min(250*time.Millisecond, c.Recheck/2)
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 5 * time.Second
