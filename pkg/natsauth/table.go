@@ -140,9 +140,8 @@ func Table() []Identity {
 			Publish: []string{streams.SubjectsOLTAvailability, streams.SubjectsAudit,
 				streams.SubjectOLTDisabled("*")},
 			// The configuration replay (OLTs, their targets), the execution
-			// outcomes, its own last states.
-			Ordered:  []string{streams.StreamConfig, streams.StreamExec, streams.StreamOLT},
-			ReadMsgs: []string{streams.StreamOLT},
+			// outcomes, its own last states (last message per subject).
+			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamOLT},
 			// Its leader lease.
 			Buckets: []string{streams.BucketAvailabilityLeader},
 		},
