@@ -35,16 +35,23 @@ func (a oltAvailability) state() string {
 // while unavailable nothing is dispatched to it (its due node ends SKIPPED
 // "olt unavailable"); when it answers again it is available and polled
 // within 15 s. Short availability timings, the same rules.
-func TestOLTGoesSilentMidLife(t *testing.T) {
+// startAvailabilityStack runs the whole system with short availability
+// timings (recheck 1 s, unavailable after 3 s) and small simulated OLTs.
+func startAvailabilityStack(t *testing.T, olts ...string) (context.Context, *devstack.Stack) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	var fleet oltsim.FleetConfig
+	for i, name := range olts {
+		fleet.OLTs = append(fleet.OLTs, oltsim.OLTConfig{Name: name, Listen: "127.0.0.1:0", Community: "e2e-secret-community",
+			Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 4}, Seed: int64(i + 1)})
+	}
 	s, err := devstack.Start(ctx, devstack.Config{
 		DataDir: t.TempDir(), NATSPort: -1, DatabaseURL: pgtest.URL(t), APIAddr: "127.0.0.1:0", APIToken: token, Pollers: 1,
 		Planner: planner.Config{FirstRunDelay: 200 * time.Millisecond, Tick: 100 * time.Millisecond, FirstRunSpread: -1},
 		Availability: availability.Config{Recheck: time.Second, ProbeInterval: 2 * time.Second, UnavailableAfter: 3 * time.Second,
 			ProbeTimeout: 300 * time.Millisecond},
-		Fleet: oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{{Name: "olt-a", Listen: "127.0.0.1:0", Community: "e2e-secret-community",
-			Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 4}, Seed: 1}}},
+		Fleet: fleet,
 	}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +61,11 @@ func TestOLTGoesSilentMidLife(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
+	return ctx, s
+}
+
+func TestOLTGoesSilentMidLife(t *testing.T) {
+	ctx, s := startAvailabilityStack(t, "olt-a")
 	client := &devstack.Client{BaseURL: s.APIURL, Token: token}
 	if _, err := devstack.ConfigureHuawei(ctx, client, s.Fleet.OLTs(), devstack.DemoOptions{Community: "e2e-secret-community", IntervalSeconds: 10}); err != nil {
 		t.Fatal(err)
@@ -147,9 +159,15 @@ func startedBetween(t *testing.T, s *devstack.Stack, olt string, from, to time.T
 
 func execEvents(t *testing.T, s *devstack.Stack, subject string) []streams.Envelope {
 	t.Helper()
+	return streamEvents(t, s, streams.StreamExec, subject)
+}
+
+// streamEvents reads every message of subject in stream.
+func streamEvents(t *testing.T, s *devstack.Stack, stream, subject string) []streams.Envelope {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := s.JS.Stream(ctx, streams.StreamExec)
+	st, err := s.JS.Stream(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,4 +188,84 @@ func execEvents(t *testing.T, s *devstack.Stack, subject string) []streams.Envel
 		out = append(out, env)
 	}
 	return out
+}
+
+// An auto-disabled OLT that answers is enabled again after 3 probes:
+// planned and polled again, audited (OLT_ENABLED) and notified
+// (olt_enabled) once; an OLT a person disabled after its auto-disable
+// stays disabled.
+func TestAutoDisabledOLTIsReEnabled(t *testing.T) {
+	ctx, s := startAvailabilityStack(t, "olt-a", "olt-b")
+	client := &devstack.Client{BaseURL: s.APIURL, Token: token}
+	if _, err := devstack.ConfigureHuawei(ctx, client, s.Fleet.OLTs(), devstack.DemoOptions{Community: "e2e-secret-community", IntervalSeconds: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	for _, olt := range []string{"olt-a", "olt-b"} {
+		waitFor(t, "a first discovery of "+olt, 30*time.Second, func() (bool, string) {
+			return succeededSince(t, s, olt, time.Time{}) > 0, "none"
+		})
+	}
+	// The planner's auto-disable (3 consecutive failed executions), as it
+	// publishes it; then a person disables olt-b.
+	for _, olt := range []string{"olt-a", "olt-b"} {
+		b, err := streams.EncodeWithID("auto-disable:"+olt, "planner", time.Now(), streams.OLTAutoDisabled{ID: olt,
+			Reason: "3 consecutive failed executions", Failures: 3, ExecutionID: "exec-" + olt, DisabledAt: time.Now().UTC()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.JS.Publish(ctx, streams.SubjectOLTDisabled(olt), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.Do(ctx, http.MethodPost, "/api/v1/olts/olt-b/disable", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	disabled := time.Now()
+
+	type oltState struct {
+		Enabled bool `json:"enabled"`
+	}
+	waitFor(t, "olt-a enabled again", 30*time.Second, func() (bool, string) {
+		var o oltState
+		if err := client.Do(ctx, http.MethodGet, "/api/v1/olts/olt-a", nil, &o); err != nil {
+			return false, err.Error()
+		}
+		return o.Enabled, "disabled"
+	})
+	// Planned again: a run after the re-enable (the discovery's first run
+	// of the new plan).
+	waitFor(t, "olt-a polled again", 30*time.Second, func() (bool, string) {
+		return succeededSince(t, s, "olt-a", disabled) > 0, "no run since"
+	})
+	// Audited and notified, once.
+	waitFor(t, "OLT_ENABLED logged and notified", 30*time.Second, func() (bool, string) {
+		var logged, notified int
+		if err := s.DB.QueryRow(ctx, `SELECT (SELECT count(*) FROM coordinator_logs WHERE olt_id = 'olt-a' AND event_type = 'OLT_ENABLED' AND details->>'automatic' = 'true'),
+			(SELECT count(*) FROM notifications WHERE kind = $1 AND subject = $2)`, streams.NotifyOLTEnabled, streams.SubjectNotify(streams.NotifyOLTEnabled, "olt-a")).Scan(&logged, &notified); err != nil {
+			return false, err.Error()
+		}
+		return logged == 1 && notified == 1, "logged " + itoa(logged) + ", notified " + itoa(notified)
+	})
+	// olt-b: a person disabled it; more probe rounds change nothing.
+	time.Sleep(4 * time.Second)
+	var o oltState
+	if err := client.Do(ctx, http.MethodGet, "/api/v1/olts/olt-b", nil, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Enabled {
+		t.Fatal("an OLT a person disabled was enabled again")
+	}
+	for _, env := range configEvents(t, s, streams.SubjectOLTDisabled("olt-b")) {
+		if env.Type == streams.TypeOLTAutoEnabled {
+			t.Fatal("olt.auto_enabled published for an OLT a person disabled")
+		}
+	}
+	if n := len(configEvents(t, s, streams.SubjectOLTDisabled("olt-a"))); n != 2 {
+		t.Errorf("olt-a's disable subject holds %d events, want the disable and one re-enable", n)
+	}
+}
+
+func configEvents(t *testing.T, s *devstack.Stack, subject string) []streams.Envelope {
+	t.Helper()
+	return streamEvents(t, s, streams.StreamConfig, subject)
 }
