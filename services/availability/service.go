@@ -276,6 +276,10 @@ func (s *service) follow(ctx context.Context, stream string, cfg jetstream.Order
 	return func() { it.Stop(); <-done }, info.NumPending + uint64(info.NumAckPending), nil
 }
 
+// loadStall bounds the wait for the next message while the last states
+// are read.
+const loadStall = 30 * time.Second
+
 // loadLast reads the last availability event of every OLT: a restarted
 // or new leader resumes from them and never publishes a state again.
 func (s *service) loadLast(ctx context.Context) (map[string]streams.OLTAvailability, error) {
@@ -291,11 +295,16 @@ func (s *service) loadLast(ctx context.Context) (map[string]streams.OLTAvailabil
 		return nil, err
 	}
 	defer stop()
+	stall := time.NewTimer(loadStall)
+	defer stall.Stop()
 	for pending > 0 {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-stall.C:
+			return nil, fmt.Errorf("availability: reading the last states of %s: %d messages still pending after %s without one", streams.StreamOLT, pending, loadStall)
 		case msg := <-msgs:
+			stall.Reset(loadStall)
 			meta, err := msg.Metadata()
 			if err != nil {
 				return nil, fmt.Errorf("availability: metadata of %s: %w", msg.Subject(), err)
@@ -466,12 +475,13 @@ func (s *service) dispatch(ctx context.Context, now time.Time, jobs chan<- probe
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		o := s.olts[id]
-		if !o.probed() {
-			continue
+		if o := s.olts[id]; o.probed() {
+			o.tr.Tick(s.cfg.timings(), now)
 		}
-		o.tr.Tick(s.cfg.timings(), now)
-		if o.inFlight || !o.tr.Due(now) {
+	}
+	for _, id := range ids {
+		o := s.olts[id]
+		if !o.probed() || o.inFlight || !o.tr.Due(now) {
 			continue
 		}
 		community, err := s.deps.Box.Open(o.cfg.CommunityEnc)
