@@ -98,6 +98,7 @@ func samples() []Event {
 			Message: "quota violation [HIGH]: discovery on OLT olt-1 completed 2 of 4 in the hour from 2026-11-21 10:00Z (50%)",
 			Details: map[string]any{"quota_required": 4, "quota_completed": 2, "compliance": 0.5}, OccurredAt: time.Date(2026, 11, 21, 11, 5, 0, 0, time.UTC)},
 		OLTAutoDisabled{ID: "olt-1", Reason: "3 consecutive failed executions", Failures: 3, ExecutionID: "e1", DisabledAt: now},
+		OLTAutoEnabled{ID: "olt-1", Reason: "answered 3 consecutive probes after its auto-disable", Probes: 3, DisabledExecutionID: "e1", EnabledAt: now},
 		WorkflowUpserted{ID: "wf-1", Name: "discovery then status", OLTID: "olt-1", MasterJobID: "disc", ChainJobIDs: []string{"status", "rx"}, Enabled: true},
 		WorkflowDeleted{ID: "wf-1"},
 		NodeRunRequested{ExecutionID: "e1", NodeID: "disc.olt-1", JobID: "disc", OLTID: "olt-1", RequestedAt: now},

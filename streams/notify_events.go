@@ -56,7 +56,7 @@ const (
 
 // NotifyKinds lists the notification kinds a webhook may subscribe to.
 func NotifyKinds() []string {
-	return []string{NotifyQuotaViolation, NotifyOLTDisabled, NotifyRepeatedFailures}
+	return []string{NotifyQuotaViolation, NotifyOLTDisabled, NotifyRepeatedFailures, NotifyOLTEnabled}
 }
 
 // NotifyGlobal is the OLT token of a notification about no single OLT.

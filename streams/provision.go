@@ -263,6 +263,7 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamConfig, ConsumerAlerterConfig, SubjectsConfig, "alerter: OLT names, brands, silences", ProjectionAckWait, 10)),
 		ordered(mk(StreamAlert, ConsumerAlerterAcks, SubjectsAlertAcknowledged, "alerter: acknowledgements", ProjectionAckWait, 10)),
 		ordered(mk(StreamAlert, ConsumerAlerterAlerts, SubjectsAlert, "alerter: alerts read model", ProjectionAckWait, 10)),
+		ordered(mk(StreamOLT, ConsumerProjectorOLT, SubjectsOLTAvailability, "projector: olt_availability", ProjectionAckWait, 10)),
 	)
 }
 
@@ -323,7 +324,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, o Options) error {
 	if _, err := js.CreateOrUpdateKeyValue(ctx, OLTSNMPBucketConfig(o)); err != nil {
 		return fmt.Errorf("provision kv %s: %w", BucketOLTSNMP, err)
 	}
-	for _, kv := range []jetstream.KeyValueConfig{ScheduleBucketConfig(o), CancelBucketConfig(o), LeaderBucketConfig(o)} {
+	for _, kv := range []jetstream.KeyValueConfig{ScheduleBucketConfig(o), CancelBucketConfig(o), LeaderBucketConfig(o), AvailabilityLeaderBucketConfig(o)} {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kv); err != nil {
 			return fmt.Errorf("provision kv %s: %w", kv.Bucket, err)
 		}

@@ -212,3 +212,12 @@ type QueuedNode struct {
 	Priority     int       `json:"priority"`
 	Class        string    `json:"class"`
 }
+
+// AvailabilityLeaderBucketConfig is the KV bucket of the availability
+// service's leader lease (the planner leader's TTL).
+func AvailabilityLeaderBucketConfig(o Options) jetstream.KeyValueConfig {
+	c := LeaderBucketConfig(o)
+	c.Bucket = BucketAvailabilityLeader
+	c.Description = "the active availability service's leader lease: one replica probes the OLTs, the others stand by"
+	return c
+}

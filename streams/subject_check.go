@@ -23,7 +23,7 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 		return "facho.config.job.{id}", true
 	case TypeJobOLTAssigned, TypeJobOLTUnassigned:
 		return "facho.config.assignment.{job_id}.{olt_id}", true
-	case TypeOLTAutoDisabled:
+	case TypeOLTAutoDisabled, TypeOLTAutoEnabled:
 		return "facho.config.olt_disabled.{id}", true
 	case TypeWorkflowUpserted, TypeWorkflowDeleted:
 		return "facho.config.workflow.{id}", true

@@ -50,6 +50,8 @@ func subjectOf(t *testing.T, ev Event) string {
 		return SubjectExec(e.OLTID, PhaseAborted)
 	case OLTAutoDisabled:
 		return SubjectOLTDisabled(e.ID)
+	case OLTAutoEnabled:
+		return SubjectOLTDisabled(e.ID)
 	case WorkflowUpserted:
 		return SubjectWorkflow(e.ID)
 	case WorkflowDeleted:

@@ -95,10 +95,12 @@ func Table() []Identity {
 			// consecutive failures, the aborted end of a manual run it
 			// cannot make.
 			Publish: []string{streams.SubjectsNodeDue, streams.SubjectsAudit, streams.SubjectOLTDisabled("*"),
-				streams.SubjectExec("*", streams.PhaseAborted)},
+				streams.SubjectExec("*", streams.PhaseAborted),
+				// The skip of a due node of an unavailable OLT.
+				streams.SubjectExec("*", streams.PhaseSkipped)},
 			// The configuration replay, the terminal execution events, the
-			// manual run requests.
-			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamSchedule},
+			// manual run requests, the OLTs' availability.
+			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamSchedule, streams.StreamOLT},
 			Buckets: []string{streams.BucketSchedule, streams.BucketCancel, streams.BucketPlannerLeader},
 			// The pollers' slots per queue class: the capacity it
 			// dispatches against (watched); whether an OLT has an ONU
@@ -129,7 +131,7 @@ func Table() []Identity {
 			Consumers: []string{
 				streams.ConsumerProjectorConfig, streams.ConsumerProjectorSchedule,
 				streams.ConsumerProjectorExec, streams.ConsumerProjectorVarbinds,
-				streams.ConsumerProjectorDLQ,
+				streams.ConsumerProjectorDLQ, streams.ConsumerProjectorOLT,
 			},
 			// At start, the varbind batches a previous holder fetched and
 			// did not ack are read and applied first (varbindloop.go).
@@ -162,11 +164,15 @@ func Table() []Identity {
 		{
 			Name:        Availability,
 			Description: "probes OLTs (sysUpTime) and publishes their availability",
-			Publish:     []string{streams.SubjectsOLTAvailability},
+			// Availability changes and their audit events; the re-enable
+			// of an auto-disabled OLT that answers again.
+			Publish: []string{streams.SubjectsOLTAvailability, streams.SubjectsAudit,
+				streams.SubjectOLTDisabled("*")},
 			// The configuration replay (OLTs, their targets), the execution
-			// outcomes, its own last states.
-			Ordered:  []string{streams.StreamConfig, streams.StreamExec, streams.StreamOLT},
-			ReadMsgs: []string{streams.StreamOLT},
+			// outcomes, its own last states (last message per subject).
+			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamOLT},
+			// Its leader lease.
+			Buckets: []string{streams.BucketAvailabilityLeader},
 		},
 		{
 			Name:        Alerter,

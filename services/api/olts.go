@@ -1,9 +1,12 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/facho-olt/facho/streams"
 )
@@ -172,12 +175,47 @@ func (s *server) deleteOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	return nil
 }
 
+// oltDetail is GET /api/v1/olts/{id}: the OLT and its availability.
+type oltDetail struct {
+	oltView
+	// Availability is available, unreachable or unavailable (null when
+	// the OLT was never probed); AvailabilitySince when it began;
+	// AvailabilityError the last unanswered request's error (null when
+	// available).
+	Availability      *string    `json:"availability"`
+	AvailabilitySince *time.Time `json:"availability_since"`
+	AvailabilityError *string    `json:"availability_error"`
+}
+
+// availabilityOf reads the OLT's availability from the read model (all
+// nil when it was never probed).
+func (s *server) availabilityOf(r *http.Request, id string) (state *string, since *time.Time, errText *string, aerr *apiError) {
+	ctx, cancel := s.query(r)
+	defer cancel()
+	var st, e string
+	var at time.Time
+	err := s.deps.DB.QueryRow(ctx, `SELECT state, since, last_error FROM olt_availability WHERE olt_id = $1`, id).Scan(&st, &at, &e)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, nil, s.readModelDown(err)
+	}
+	if e != "" {
+		errText = &e
+	}
+	return &st, &at, errText, nil
+}
+
 func (s *server) getOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	id, o, err := s.existingOLT(r)
 	if err != nil {
 		return err
 	}
-	v := viewOLT(*o)
+	v := oltDetail{oltView: viewOLT(*o)}
+	if v.Availability, v.AvailabilitySince, v.AvailabilityError, err = s.availabilityOf(r, id); err != nil {
+		return err
+	}
 	// Disabled by the planner after consecutive failures, until the OLT's
 	// next change (enabling it resets).
 	dis, err := s.autoDisabled(r.Context(), id)

@@ -97,11 +97,20 @@ type oltRow struct {
 	UpdatedAt      time.Time  `json:"updated_at"`
 	ONUs           int        `json:"onus"`
 	Online         int        `json:"onus_online"`
+	// Availability (available, unreachable, unavailable; null when never
+	// probed), since when, and the last unanswered request's error (null
+	// when available): the olt_availability read model.
+	Availability      *string    `json:"availability"`
+	AvailabilitySince *time.Time `json:"availability_since"`
+	AvailabilityError *string    `json:"availability_error"`
 }
 
 const oltCols = `id, name, ip, port, brand_id, enabled, description, disabled_reason, disabled_at, updated_at,
 	(SELECT count(*) FROM onu_data d WHERE d.olt_id = olts.id),
-	(SELECT count(*) FROM onu_data d WHERE d.olt_id = olts.id AND d.status = 'ONLINE')`
+	(SELECT count(*) FROM onu_data d WHERE d.olt_id = olts.id AND d.status = 'ONLINE'),
+	(SELECT a.state FROM olt_availability a WHERE a.olt_id = olts.id),
+	(SELECT a.since FROM olt_availability a WHERE a.olt_id = olts.id),
+	(SELECT NULLIF(a.last_error, '') FROM olt_availability a WHERE a.olt_id = olts.id)`
 
 // listOLTs lists the OLTs of the read model (deleted ones excluded).
 func (s *server) listOLTs(w http.ResponseWriter, r *http.Request) *apiError {

@@ -28,7 +28,7 @@ type webhookRequest struct {
 	// absent on create, one is generated and shown once in the answer.
 	Secret *string `json:"secret"`
 	// Events are the notification kinds it receives: quota_violation,
-	// olt_disabled, repeated_failures.
+	// olt_disabled, repeated_failures, olt_enabled.
 	Events  []string `json:"events"`
 	Enabled *bool    `json:"enabled"`
 }

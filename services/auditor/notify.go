@@ -155,7 +155,7 @@ func streakNotification(olt, execID, errText string, n int, at time.Time) notifi
 	}}
 }
 
-// auditNotify notifies an OLT_DISABLED audit event (consumer
+// auditNotify notifies an OLT_DISABLED or OLT_ENABLED audit event (consumer
 // auditor-audit), in the transaction of its coordinator log row, and
 // interrupts the OLT's quotas of the hour (the planner disables an OLT
 // after its failures without a configuration event).
@@ -168,7 +168,14 @@ func (a *auditor) auditNotify(m jsrouter.Msg, env streams.Envelope) (func(contex
 	if err := streams.DecodeData(env, &ev); err != nil {
 		return nil, err
 	}
-	if ev.Kind != streams.AuditOLTDisabled {
+	kind := ""
+	switch ev.Kind {
+	case streams.AuditOLTDisabled:
+		kind = streams.NotifyOLTDisabled
+	case streams.AuditOLTEnabled:
+		// Enabled again by its configuration or by the recovery probes.
+		kind = streams.NotifyOLTEnabled
+	default:
 		return mark, nil
 	}
 	e := sanitize(Entry{OLTID: ev.OLTID, EventType: ev.Kind, Message: ev.Message, Details: ev.Details})
@@ -179,19 +186,19 @@ func (a *auditor) auditNotify(m jsrouter.Msg, env streams.Envelope) (func(contex
 	// duplicate window (a restarted planner) finds its notification in
 	// the outbox and is not notified twice. Without an id (or with an
 	// unreasonably long one): the sequence.
-	id := streams.MsgID(streams.NotifyOLTDisabled, m.Stream, m.Seq)
+	id := streams.MsgID(kind, m.Stream, m.Seq)
 	if env.ID != "" && len(env.ID) <= 256 && utf8.ValidString(env.ID) {
-		id = streams.MsgID(streams.NotifyOLTDisabled, ev.OLTID, env.ID)
+		id = streams.MsgID(kind, ev.OLTID, env.ID)
 	}
 	n := notification{ev: streams.Notification{
-		ID: id, Kind: streams.NotifyOLTDisabled, OLTID: ev.OLTID,
+		ID: id, Kind: kind, OLTID: ev.OLTID,
 		Severity: strings.ToUpper(ev.Level), Message: e.Message, Details: e.Details, OccurredAt: env.Time,
 	}}
 	if !levels[n.ev.Severity] {
 		n.ev.Severity = streams.LevelWarning
 	}
 	return func(ctx context.Context, tx pgx.Tx) error {
-		if ev.OLTID != "" {
+		if ev.OLTID != "" && ev.Kind == streams.AuditOLTDisabled {
 			if err := a.interrupt(ctx, tx, ev.OLTID, env.Time, "OLT_DISABLED: "+e.Message); err != nil {
 				return err
 			}

@@ -227,6 +227,9 @@ func TestHourBelowQuotaIsViolationNotifiedToWebhook(t *testing.T) {
 	succeeded("d1000", "olt-d", h10)
 	pub(streams.SubjectAudit("planner"), h10.Add(40*time.Minute), streams.AuditEvent{OLTID: "olt-d", Kind: streams.AuditOLTDisabled, Level: streams.LevelCritical,
 		Message: "OLT disabled after 3 consecutive failures", Details: map[string]any{"reason": "3 consecutive failures", "community": "public"}})
+	// olt-e: re-enabled by the availability service's recovery probes.
+	pub(streams.SubjectAudit(streams.AuditCategoryAvailability), h10.Add(45*time.Minute), streams.AuditEvent{OLTID: "olt-e", Kind: streams.AuditOLTEnabled, Level: streams.LevelInfo,
+		Message: "OLT olt-e enabled again: answered 3 consecutive probes after its auto-disable", Details: map[string]any{"automatic": true, "probes": 3}})
 
 	sort.SliceStable(queue, func(i, j int) bool { return queue[i].at.Before(queue[j].at) })
 	for _, q := range queue {
@@ -385,6 +388,7 @@ func TestHourBelowQuotaIsViolationNotifiedToWebhook(t *testing.T) {
 		streams.SubjectNotify(streams.NotifyQuotaViolation, "olt-a"),
 		streams.SubjectNotify(streams.NotifyRepeatedFailures, "olt-c"),
 		streams.SubjectNotify(streams.NotifyOLTDisabled, "olt-d"),
+		streams.SubjectNotify(streams.NotifyOLTEnabled, "olt-e"),
 	} {
 		var msg *jetstream.RawStreamMsg
 		waitFor(t, subject, func() bool { msg, err = notify.GetLastMsgForSubject(ctx, subject); return err == nil })
@@ -396,8 +400,8 @@ func TestHourBelowQuotaIsViolationNotifiedToWebhook(t *testing.T) {
 		}
 	}
 	info, err := notify.Info(ctx)
-	if err != nil || info.State.Msgs != 4 {
-		t.Errorf("FACHO_NOTIFY holds %d messages, want 4 (%v)", info.State.Msgs, err)
+	if err != nil || info.State.Msgs != 5 {
+		t.Errorf("FACHO_NOTIFY holds %d messages, want 5 (%v)", info.State.Msgs, err)
 	}
 	b, _ := json.Marshal(report)
 	if strings.Contains(string(b), rcv.secret) {

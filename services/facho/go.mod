@@ -8,6 +8,7 @@ replace (
 	github.com/facho-olt/facho/services/alerter => ../alerter
 	github.com/facho-olt/facho/services/api => ../api
 	github.com/facho-olt/facho/services/auditor => ../auditor
+	github.com/facho-olt/facho/services/availability => ../availability
 	github.com/facho-olt/facho/services/oltsim => ../oltsim
 	github.com/facho-olt/facho/services/planner => ../planner
 	github.com/facho-olt/facho/services/poller => ../poller
@@ -21,6 +22,7 @@ require (
 	github.com/facho-olt/facho/services/alerter v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/api v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/auditor v0.0.0-00010101000000-000000000000
+	github.com/facho-olt/facho/services/availability v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/oltsim v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/planner v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/poller v0.0.0-00010101000000-000000000000

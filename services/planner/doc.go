@@ -17,7 +17,16 @@
 //     FACHO_EXEC) that end flights;
 //   - persist.go: the persisted schedule (KV facho_schedule), written
 //     after each step, restored by a new term;
-//   - disable.go: consecutive failures per OLT and the auto-disable;
+//   - disable.go: consecutive failures per OLT and the auto-disable (an
+//     olt.auto_enabled of the availability service ends it and resets the
+//     count);
+//   - availability.go: the OLTs' availability (ordered consumer on
+//     FACHO_OLT, last state per OLT then the changes): a due node of an
+//     unavailable OLT is not dispatched but ends as execution.skipped
+//     "olt unavailable" (published by the planner, read back like a
+//     poller's skip: next run an interval later, no retry spent, the
+//     failure count untouched); when the OLT answers again its skipped
+//     nodes are due at once and its queue is dispatched;
 //   - getfirst.go: a get waits for its OLT's first known ONU (below);
 //   - manual.go: manual runs (node.run_requested from the API);
 //   - report.go: the queue report (KV facho_planner_leader, key queue);

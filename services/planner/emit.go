@@ -112,6 +112,9 @@ func (p *planner) dispatch(ctx context.Context, d DueNode, now time.Time) error 
 	nd.DispatchedAt = now.UTC()
 	nd.Attempt = d.Retry + 1
 	nd.Class = QueueClass(nd.Kind, nd.Attempt, d.Manual)
+	if !d.Manual && p.unavailableOLT(d.Key.OLTID) {
+		return p.skipUnavailable(ctx, d, nd, now)
+	}
 	id := dueMsgID(d.Key, d.ScheduledAt)
 	if d.Manual {
 		id = streams.MsgID("manual", nd.ExecutionID)

@@ -30,6 +30,9 @@ type metrics struct {
 	finishToDispatch prometheus.Histogram
 	// classes: the backlog and capacity per queue class (classreport.go).
 	classes classMetrics
+	// The OLTs' availability (availability.go).
+	unavailable        prometheus.Gauge
+	skippedUnavailable prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -93,6 +96,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_planner_finish_to_dispatch_seconds", Help: "From an execution's terminal event to the dispatch of its OLT's next waiting node.",
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
 		}),
+		unavailable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "facho_planner_olts_unavailable", Help: "OLTs the availability service says are unavailable: their due nodes are skipped.",
+		}),
+		skippedUnavailable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_planner_skipped_unavailable_total", Help: "Due nodes skipped (not dispatched) because their OLT was unavailable.",
+		}),
 	}
 	m.classes = newClassMetrics()
 	for _, c := range m.classes.all() {
@@ -100,7 +109,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, fmt.Errorf("register planner metrics: %w", err)
 		}
 	}
-	for _, c := range []prometheus.Collector{m.planned, m.dueEmitted, m.delayed, m.delayedTotal, m.delay, m.configEvents, m.publishErrs,
+	for _, c := range []prometheus.Collector{m.unavailable, m.skippedUnavailable, m.planned, m.dueEmitted, m.delayed, m.delayedTotal, m.delay, m.configEvents, m.publishErrs,
 		m.queued, m.inFlight, m.stuck, m.aborted, m.retried, m.manual, m.leader, m.late, m.disabled, m.terms, m.disabledOLTs, m.finishToDispatch} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register planner metrics: %w", err)

@@ -96,6 +96,10 @@ type planner struct {
 	// when the others were last looked up (getfirst.go).
 	known        map[string]bool
 	knownChecked map[string]time.Time
+	// unavailable holds the OLTs the availability service says are
+	// unavailable (since when): their due nodes are skipped
+	// (availability.go).
+	unavailable map[string]time.Time
 }
 
 // Run replays the configuration stream, then follows it and emits NodeDue
@@ -214,6 +218,7 @@ func newPlanner(cfg Config, deps Deps, m *metrics, log zerolog.Logger) *planner 
 		pollers:       newPollerView(),
 		known:         map[string]bool{},
 		knownChecked:  map[string]time.Time{},
+		unavailable:   map[string]time.Time{},
 	}
 	if cfg.FirstRunSpread > 0 {
 		p.sched.SpreadFirstRuns(cfg.FirstRunSpread)
@@ -312,6 +317,12 @@ func (p *planner) run(ctx context.Context) error {
 	pollerUpdates := make(chan pollerUpdate, 64)
 	p.pollersDeadline = p.now().Add(pollersWait)
 	defer p.followPollers(ctx, pollerUpdates)()
+	avail := make(chan streams.OLTAvailability, 256)
+	stopAvail, err := p.followAvailability(ctx, avail)
+	if err != nil {
+		return err
+	}
+	defer stopAvail()
 
 	ticker := time.NewTicker(p.cfg.Tick)
 	defer ticker.Stop()
@@ -353,6 +364,8 @@ func (p *planner) run(ctx context.Context) error {
 			p.endBatch(ctx)
 		case u := <-pollerUpdates:
 			p.pollers.apply(u)
+		case ev := <-avail:
+			p.onAvailability(ctx, ev)
 		case req := <-manuals:
 			if !p.caughtUp || p.initialPending {
 				p.earlyManual = append(p.earlyManual, req)
@@ -465,6 +478,13 @@ func (p *planner) handle(ctx context.Context, msg jetstream.Msg, replayUntil uin
 		// live, and auditing it again would notify it again.
 		if err == nil && olt != "" && had && p.caughtUp && seq > replayUntil {
 			p.oltTransition(ctx, olt, wasEnabled, p.state.oltEnabled(olt))
+		}
+		if err == nil && env.Type == streams.TypeOLTAutoEnabled {
+			// Re-enabled by the availability service (which audits it):
+			// its failure count starts over.
+			id := strings.TrimPrefix(msg.Subject(), "facho.config.olt_disabled.")
+			delete(p.failures, id)
+			p.failuresDirty[id] = true
 		}
 		if err == nil && !known {
 			result := "unknown"

@@ -394,3 +394,15 @@ func replanInterval(n *Node, now time.Time) time.Time {
 	}
 	return next
 }
+
+// Expedite makes k due at now when its last run was skipped and its next
+// one is later (an OLT that answers again resumes at once); it reports
+// whether it moved the node.
+func (s *Scheduler) Expedite(k NodeKey, now time.Time) bool {
+	n, ok := s.nodes[k]
+	if !ok || n.Taken || n.LastStatus != statusSkipped || !n.Next.After(now) {
+		return false
+	}
+	n.Next = now.Truncate(time.Millisecond)
+	return true
+}

@@ -127,7 +127,7 @@ func (s *state) apply(env streams.Envelope) (known bool, err error) {
 	var affected []NodeKey
 	switch env.Type {
 	case streams.TypeJobOLTAssigned, streams.TypeJobOLTUnassigned, streams.TypeOLTUpserted, streams.TypeOLTDeleted,
-		streams.TypeOLTAutoDisabled, streams.TypeWorkflowUpserted, streams.TypeWorkflowDeleted,
+		streams.TypeOLTAutoDisabled, streams.TypeOLTAutoEnabled, streams.TypeWorkflowUpserted, streams.TypeWorkflowDeleted,
 		// Silences of alerts are not planned on.
 		streams.TypeSilenceUpserted, streams.TypeSilenceDeleted:
 	default:
@@ -186,6 +186,16 @@ func (s *state) apply(env streams.Envelope) (known bool, err error) {
 		}
 		if _, ok := s.olts[e.ID]; ok {
 			s.autoDisabled[e.ID] = e
+		}
+		affected = s.nodesOfOLT(e.ID)
+	case streams.TypeOLTAutoEnabled:
+		var e streams.OLTAutoEnabled
+		if err := streams.DecodeData(env, &e); err != nil {
+			return true, err
+		}
+		// It ends the auto-disable it names; a later one stands.
+		if d, ok := s.autoDisabled[e.ID]; ok && d.ExecutionID == e.DisabledExecutionID {
+			delete(s.autoDisabled, e.ID)
 		}
 		affected = s.nodesOfOLT(e.ID)
 	case streams.TypeJobUpserted:

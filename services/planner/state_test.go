@@ -61,6 +61,22 @@ func TestPlannable(t *testing.T) {
 				t.Errorf("target %+v", s.Target)
 			}
 		}},
+		{name: "OLT auto-disabled", then: []streams.Event{streams.OLTAutoDisabled{ID: "olt-a", ExecutionID: "e1", Failures: 3}}},
+		{name: "OLT auto-disabled, then auto-enabled", want: true, then: []streams.Event{
+			streams.OLTAutoDisabled{ID: "olt-a", ExecutionID: "e1", Failures: 3},
+			streams.OLTAutoEnabled{ID: "olt-a", DisabledExecutionID: "e1", Probes: 3},
+		}},
+		{name: "an auto-enable of an earlier auto-disable", then: []streams.Event{
+			streams.OLTAutoDisabled{ID: "olt-a", ExecutionID: "e1", Failures: 3},
+			streams.OLTAutoEnabled{ID: "olt-a", DisabledExecutionID: "e1", Probes: 3},
+			streams.OLTAutoDisabled{ID: "olt-a", ExecutionID: "e2", Failures: 3},
+			streams.OLTAutoEnabled{ID: "olt-a", DisabledExecutionID: "e1", Probes: 3},
+		}},
+		{name: "an auto-enable does not enable an OLT a person disabled", then: []streams.Event{
+			streams.OLTAutoDisabled{ID: "olt-a", ExecutionID: "e1", Failures: 3},
+			streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "huawei"},
+			streams.OLTAutoEnabled{ID: "olt-a", DisabledExecutionID: "e1", Probes: 3},
+		}},
 		{name: "get job default timeout", want: true, then: []streams.Event{
 			streams.JobUpserted{ID: "j1", BrandID: "huawei", Kind: streams.KindGet, OIDIDs: []string{"o1"}, IntervalSeconds: 60, Enabled: true},
 		}, check: func(t *testing.T, s NodeSpec) {

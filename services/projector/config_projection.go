@@ -186,6 +186,21 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 				e.ID, pgText(e.Reason), e.DisabledAt, at)
 			return wrap(err, "auto-disable olt %s", e.ID)
 		}}, nil
+	case streams.TypeOLTAutoEnabled:
+		var e streams.OLTAutoEnabled
+		if err := streams.DecodeData(env, &e); err != nil {
+			return projection.Change{}, err
+		}
+		if err := needID(env, e.ID); err != nil {
+			return projection.Change{}, err
+		}
+		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+			// Only an auto-disabled OLT (disabled_at set): an OLT a person
+			// disabled since (olt.upserted clears disabled_at) stays so.
+			_, err := tx.Exec(ctx, `UPDATE olts SET enabled = true, disabled_reason = '', disabled_at = NULL, updated_at = $2
+				WHERE id = $1 AND disabled_at IS NOT NULL`, e.ID, at)
+			return wrap(err, "auto-enable olt %s", e.ID)
+		}}, nil
 	case streams.TypeWorkflowUpserted:
 		var e streams.WorkflowUpserted
 		if err := streams.DecodeData(env, &e); err != nil {

@@ -256,6 +256,15 @@ func TestConfigProjection(t *testing.T) {
 		// Auto-disabled by the planner, with the reason and time.
 		{streams.SubjectOLT("olt-e"), streams.OLTUpserted{ID: "olt-e", Name: "OLT E", IP: "10.0.0.5", Port: 161, BrandID: "huawei", CommunityEnc: sealed, Enabled: true}},
 		{streams.SubjectOLTDisabled("olt-e"), streams.OLTAutoDisabled{ID: "olt-e", Reason: "3 consecutive failed executions", Failures: 3, DisabledAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}},
+		// Auto-disabled, then re-enabled by the recovery probes.
+		{streams.SubjectOLT("olt-f"), streams.OLTUpserted{ID: "olt-f", Name: "OLT F", IP: "10.0.0.6", Port: 161, BrandID: "huawei", CommunityEnc: sealed, Enabled: true}},
+		{streams.SubjectOLTDisabled("olt-f"), streams.OLTAutoDisabled{ID: "olt-f", Reason: "3 consecutive failed executions", Failures: 3, ExecutionID: "x", DisabledAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}},
+		{streams.SubjectOLTDisabled("olt-f"), streams.OLTAutoEnabled{ID: "olt-f", Reason: "answered 3 probes", Probes: 3, DisabledExecutionID: "x", EnabledAt: time.Date(2026, 11, 21, 10, 5, 0, 0, time.UTC)}},
+		// Auto-disabled, then disabled by a person: an auto-enable leaves it disabled.
+		{streams.SubjectOLT("olt-g"), streams.OLTUpserted{ID: "olt-g", Name: "OLT G", IP: "10.0.0.7", Port: 161, BrandID: "huawei", CommunityEnc: sealed, Enabled: true}},
+		{streams.SubjectOLTDisabled("olt-g"), streams.OLTAutoDisabled{ID: "olt-g", Reason: "3 consecutive failed executions", Failures: 3, ExecutionID: "y", DisabledAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}},
+		{streams.SubjectOLT("olt-g"), streams.OLTUpserted{ID: "olt-g", Name: "OLT G", IP: "10.0.0.7", Port: 161, BrandID: "huawei", CommunityEnc: sealed, Enabled: false}},
+		{streams.SubjectOLTDisabled("olt-g"), streams.OLTAutoEnabled{ID: "olt-g", Reason: "answered 3 probes", Probes: 3, DisabledExecutionID: "y", EnabledAt: time.Date(2026, 11, 21, 10, 5, 0, 0, time.UTC)}},
 	}
 	var last uint64
 	for _, e := range events {
@@ -314,6 +323,14 @@ func TestConfigProjection(t *testing.T) {
 	}
 	if eEnabled || reason != "3 consecutive failed executions" || at == nil || !at.Equal(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)) {
 		t.Errorf("olt-e enabled %v, disabled %q at %v", eEnabled, reason, at)
+	}
+	var fEnabled, gEnabled bool
+	var fReason string
+	if err := r.pool.QueryRow(ctx, `SELECT (SELECT enabled FROM olts WHERE id = 'olt-f'), (SELECT disabled_reason FROM olts WHERE id = 'olt-f'), (SELECT enabled FROM olts WHERE id = 'olt-g')`).Scan(&fEnabled, &fReason, &gEnabled); err != nil {
+		t.Fatal(err)
+	}
+	if !fEnabled || fReason != "" || gEnabled {
+		t.Errorf("auto-enabled olt-f enabled %v reason %q; person-disabled olt-g enabled %v", fEnabled, fReason, gEnabled)
 	}
 	var leaks int
 	if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM olts o WHERE o::text LIKE '%c2VhbGVk%'`).Scan(&leaks); err != nil || leaks != 0 {

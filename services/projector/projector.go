@@ -75,6 +75,8 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	// The varbind batches have a loop of their own (varbindloop.go): many
 	// messages per transaction, OLTs spread over workers.
 	router.Handle(streams.StreamDLQ, streams.ConsumerProjectorDLQ, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeDeadLetter)))
+	// The OLTs' availability (olt_availability.go).
+	router.Handle(streams.StreamOLT, streams.ConsumerProjectorOLT, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeAvailability)))
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(ctx) })

@@ -13,7 +13,8 @@ type col struct {
 	Key, Label string
 	// Sort is the API's sort name ("" not sortable).
 	Sort string
-	// Kind: text, bool, badge, link (to Row link), time, rx, list.
+	// Kind: text, bool, badge, link (to Row link), time, rx, list,
+	// availability (a badge with since and the last error).
 	Kind string
 }
 
@@ -64,8 +65,8 @@ func listDefs() map[string]listDef {
 			ItemAPI: func(r map[string]any) string { return "/api/v1/oids/" + url.PathEscape(str(r["id"])) }},
 		"olts": {Title: "OLTs", Singular: "OLT", Path: "/olts", API: "/api/v1/olts", Key: "olts",
 			Cols: []col{{"name", "Name", "name", "link"}, {"id", "ID", "id", "text"}, {"ip", "IP", "ip", "mono"}, {"port", "Port", "", "text"},
-				{"brand_id", "Brand", "brand_id", "text"}, {"enabled", "Enabled", "enabled", "bool"}, {"onus", "ONUs", "", "text"},
-				{"onus_online", "Online", "", "text"}, {"disabled_reason", "Auto-disabled", "", "text"}, {"updated_at", "Updated", "updated_at", "time"}},
+				{"brand_id", "Brand", "brand_id", "text"}, {"enabled", "Enabled", "enabled", "bool"}, {"availability", "Availability", "", "availability"},
+				{"onus", "ONUs", "", "text"}, {"onus_online", "Online", "", "text"}, {"disabled_reason", "Auto-disabled", "", "text"}, {"updated_at", "Updated", "updated_at", "time"}},
 			Filters: []filter{{Name: "brand_id", Label: "Brand"}, {Name: "enabled", Label: "Enabled", Options: yesno}},
 			Actions: enable, ID: byKey("id"),
 			ItemAPI: func(r map[string]any) string { return "/api/v1/olts/" + url.PathEscape(str(r["id"])) },

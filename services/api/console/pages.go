@@ -438,11 +438,11 @@ func rxClass(v any) string {
 // badgeClass colours a status, level, role or kind.
 func badgeClass(v any) string {
 	switch strings.ToUpper(str(v)) {
-	case "ONLINE", "SUCCESS", "COMPLETED", "INFO", "TRUE", "VIEWER", "DISCOVERY":
+	case "ONLINE", "SUCCESS", "COMPLETED", "INFO", "TRUE", "VIEWER", "DISCOVERY", "AVAILABLE":
 		return "b-good"
-	case "OFFLINE", "FAILED", "ERROR", "CRITICAL", "INTERRUPTED", "ADMIN", "HIGH":
+	case "OFFLINE", "FAILED", "ERROR", "CRITICAL", "INTERRUPTED", "ADMIN", "HIGH", "UNAVAILABLE":
 		return "b-bad"
-	case "RUNNING", "PENDING", "WARNING", "WARN", "PARTIAL", "OPERATOR", "MEDIUM", "SKIPPED", "ABORTED":
+	case "RUNNING", "PENDING", "WARNING", "WARN", "PARTIAL", "OPERATOR", "MEDIUM", "SKIPPED", "ABORTED", "UNREACHABLE":
 		return "b-warn"
 	}
 	return "b-neutral"

@@ -31,7 +31,7 @@ func (c Config) ports() []portUse {
 		for i := 0; i < c.Pollers; i++ {
 			names = append(names, fmt.Sprintf("poller-%d", i+1))
 		}
-		names = append(names, "projector", "auditor")
+		names = append(names, "projector", "auditor", "availability")
 		for i, name := range names {
 			out = append(out, portUse{name + " metrics", "tcp", net.JoinHostPort(c.MetricsHost, strconv.Itoa(c.MetricsPort+i))})
 		}

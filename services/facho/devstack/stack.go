@@ -32,6 +32,7 @@ import (
 	"github.com/facho-olt/facho/services/api"
 	"github.com/facho-olt/facho/services/api/auth"
 	"github.com/facho-olt/facho/services/auditor"
+	"github.com/facho-olt/facho/services/availability"
 	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/facho-olt/facho/services/planner"
 	"github.com/facho-olt/facho/services/poller"
@@ -54,7 +55,8 @@ type Config struct {
 	PGPort      int
 	// APIAddr of the API (default 127.0.0.1:8080); MetricsAddr is the
 	// host:port base of the other services' /metrics and /healthz: planner,
-	// poller, projector, auditor on consecutive ports (port 0: any free).
+	// poller, projector, auditor, availability on consecutive ports (port 0:
+	// any free).
 	APIAddr     string
 	MetricsHost string
 	MetricsPort int
@@ -73,6 +75,9 @@ type Config struct {
 	Poller    poller.Config
 	Projector projector.Config
 	Auditor   auditor.Config
+	// Availability probes the OLTs (sysUpTime) and publishes their
+	// availability.
+	Availability availability.Config
 	// Fleet is the simulated OLTs (none: no simulator).
 	Fleet oltsim.FleetConfig
 	// Alerter evaluates the alert rules (its /metrics on MetricsPort +
@@ -416,6 +421,11 @@ func (s *Stack) startServices(ctx context.Context) error {
 	}
 	if err := s.goService(ctx, "alerter", natsauth.Alerter, s.port(4+s.cfg.Pollers), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
 		return alerter.Run(ctx, s.cfg.Alerter, alerter.Deps{JS: js, DB: s.DB, Log: log, Registry: reg, Box: s.Box})
+	}); err != nil {
+		return err
+	}
+	if err := s.goService(ctx, "availability", natsauth.Availability, s.port(3+s.cfg.Pollers), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
+		return availability.Run(ctx, s.cfg.Availability, availability.Deps{JS: js, Box: s.Box, Log: log, Registry: reg})
 	}); err != nil {
 		return err
 	}

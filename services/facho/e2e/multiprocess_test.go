@@ -39,6 +39,7 @@ var binaries = []string{
 	"github.com/facho-olt/facho/services/projector/cmd/facho-projector",
 	"github.com/facho-olt/facho/services/auditor/cmd/facho-auditor",
 	"github.com/facho-olt/facho/services/api/cmd/facho-api",
+	"github.com/facho-olt/facho/services/availability/cmd/facho-availability",
 }
 
 func buildBinaries(t *testing.T) string {
@@ -211,6 +212,7 @@ func TestServicesAsSeparateProcesses(t *testing.T) {
 		start(t, bin("facho-projector"), "projector", with(natsauth.Projector)),
 		start(t, bin("facho-auditor"), "auditor", with(natsauth.Auditor)),
 		start(t, bin("facho-api"), "api", with(natsauth.API)),
+		start(t, bin("facho-availability"), "availability", with(natsauth.Availability)),
 		start(t, bin("facho-poller"), "poller-1", with(natsauth.Poller, "FACHO_POLLER_ID=poller-1")),
 		start(t, bin("facho-poller"), "poller-2", with(natsauth.Poller, "FACHO_POLLER_ID=poller-2")),
 		start(t, bin("facho-planner"), "planner", with(natsauth.Planner), "-first-run-delay", "200ms", "-tick", "100ms", "-first-run-spread=-1s"),
@@ -251,6 +253,32 @@ func TestServicesAsSeparateProcesses(t *testing.T) {
 				return false, err.Error()
 			}
 			return len(got.ONUs) == want, fmt.Sprintf("%d of %d ONUs", len(got.ONUs), want)
+		})
+	}
+	// The availability service probed every OLT: available in the API
+	// (the projector's olt_availability) and in its metric.
+	var availMetrics string
+	for _, p := range procs {
+		if p.name == "availability" {
+			availMetrics = "http://" + p.httpAddr + "/metrics"
+		}
+	}
+	for _, olt := range fleet.OLTs() {
+		waitUntil(t, "availability of "+olt.Name(), 60*time.Second, func() (bool, string) {
+			var got struct {
+				Availability *string `json:"availability"`
+			}
+			if err := client.Do(ctx, http.MethodGet, "/api/v1/olts/"+olt.Name(), nil, &got); err != nil {
+				return false, err.Error()
+			}
+			if got.Availability == nil || *got.Availability != "available" {
+				return false, fmt.Sprintf("availability %v", got.Availability)
+			}
+			_, body, err := get(availMetrics)
+			if err != nil {
+				return false, err.Error()
+			}
+			return strings.Contains(body, `facho_olt_available{olt_id="`+olt.Name()+`"} 1`), "metric facho_olt_available"
 		})
 	}
 
