@@ -8,15 +8,6 @@ import (
 	"testing"
 )
 
-// mergedSeparately are documents other branches add (their features are
-// built beside this one); a link to them may precede them.
-func mergedSeparately() map[string]bool {
-	return map[string]bool{
-		"docs/availability.md": true, "docs/executions.md": true, "docs/queue-classes.md": true, "docs/quotas.md": true,
-		"docs/alerting.md": true, "docs/alerts-api.md": true, "docs/prometheus.md": true,
-	}
-}
-
 // TestDocLinksResolve fails when a relative link of the README, CONTRIBUTING
 // or docs/ points at a file that does not exist (a moved or renamed page).
 func TestDocLinksResolve(t *testing.T) {
@@ -31,7 +22,6 @@ func TestDocLinksResolve(t *testing.T) {
 		files = append(files, rel)
 	}
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	pending := mergedSeparately()
 	checked := 0
 	for _, f := range files {
 		for _, mm := range link.FindAllStringSubmatch(readFile(t, filepath.Join(root, f)), -1) {
@@ -42,9 +32,6 @@ func TestDocLinksResolve(t *testing.T) {
 			target, _, _ = strings.Cut(target, "#")
 			path := filepath.Clean(filepath.Join(filepath.Dir(f), target))
 			checked++
-			if pending[filepath.ToSlash(path)] {
-				continue
-			}
 			if _, err := os.Stat(filepath.Join(root, path)); err != nil {
 				t.Errorf("%s: link to %s: %s does not exist", f, mm[1], path)
 			}
