@@ -2,6 +2,7 @@ package devstack_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,19 +26,32 @@ func TestConfigureProfileDemo(t *testing.T) {
 	if demo.Existing || len(demo.OLTs) != 1 || strings.Join(demo.Jobs, ",") != strings.Join(want, ",") {
 		t.Fatalf("first configuration: %+v, want jobs %v", demo, want)
 	}
-	var jobs struct {
-		Jobs []struct {
-			ID       string `json:"id"`
-			Interval int    `json:"interval_seconds"`
-		} `json:"jobs"`
-	}
-	if err := client.Do(ctx, "GET", "/api/v1/jobs?brand_id="+devstack.DemoProfile, nil, &jobs); err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range jobs.Jobs {
-		if j.Interval != 30 {
-			t.Errorf("job %s every %ds, want the demo's 30s", j.ID, j.Interval)
+	// The API answers the PATCH at once; the jobs read model follows the
+	// configuration events a moment later.
+	jobsDeadline := time.Now().Add(30 * time.Second)
+	for {
+		var jobs struct {
+			Jobs []struct {
+				ID       string `json:"id"`
+				Interval int    `json:"interval_seconds"`
+			} `json:"jobs"`
 		}
+		if err := client.Do(ctx, "GET", "/api/v1/jobs?brand_id="+devstack.DemoProfile, nil, &jobs); err != nil {
+			t.Fatal(err)
+		}
+		var wrong []string
+		for _, j := range jobs.Jobs {
+			if j.Interval != 30 {
+				wrong = append(wrong, fmt.Sprintf("job %s every %ds", j.ID, j.Interval))
+			}
+		}
+		if len(jobs.Jobs) == len(want) && len(wrong) == 0 {
+			break
+		}
+		if time.Now().After(jobsDeadline) {
+			t.Fatalf("jobs %v, want %d jobs every 30s (the demo's interval)", wrong, len(want))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	olt := demo.OLTs[0]
