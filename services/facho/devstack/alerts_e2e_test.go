@@ -20,9 +20,11 @@ import (
 
 	"github.com/facho-olt/facho/pkg/pgtest"
 	"github.com/facho-olt/facho/services/alerter"
+	"github.com/facho-olt/facho/services/availability"
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/facho-olt/facho/services/planner"
+	"github.com/facho-olt/facho/streams"
 )
 
 // TestAlertsAgainstSimulator runs the whole system (planner, pollers over
@@ -188,4 +190,120 @@ func startAlertmanager(t *testing.T, bin, receiver string) string {
 		return resp.StatusCode == 200, resp.Status
 	})
 	return url
+}
+
+// TestDeadOLTReachesAlertmanager: an OLT that stops answering reaches the
+// NOC within 60 s of its first unanswered request, with the production
+// timings of availability (recheck 15 s, unavailable after 45 s; an
+// available OLT probed every 15 s, not 60, so the test does not wait a
+// minute for the silence to be noticed): the availability service marks it
+// unreachable, then unavailable, the alerter fires olt_unreachable and
+// Alertmanager's receiver gets it once; it is resolved when the OLT answers.
+func TestDeadOLTReachesAlertmanager(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 90 s with production availability timings")
+	}
+	bin := ""
+	for _, p := range []string{os.Getenv("FACHO_ALERTMANAGER_BIN"), "/usr/bin/prometheus-alertmanager"} {
+		if _, err := os.Stat(p); p != "" && err == nil {
+			bin = p
+		}
+	}
+	if bin == "" {
+		t.Skip("no Alertmanager: apt-get install prometheus-alertmanager")
+	}
+	var mu sync.Mutex
+	got := map[string]int{} // alertname/status/olt_id -> times notified
+	firstFiring := time.Time{}
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var n struct {
+			Alerts []struct {
+				Status string            `json:"status"`
+				Labels map[string]string `json:"labels"`
+			} `json:"alerts"`
+		}
+		if err := json.Unmarshal(b, &n); err != nil {
+			t.Errorf("alertmanager webhook: %v", err)
+		}
+		mu.Lock()
+		for _, a := range n.Alerts {
+			k := a.Labels["alertname"] + "/" + a.Status + "/" + a.Labels["olt_id"]
+			got[k]++
+			if k == "olt_unreachable/firing/olt-a" && firstFiring.IsZero() {
+				firstFiring = time.Now()
+			}
+		}
+		mu.Unlock()
+	}))
+	defer rcv.Close()
+	amURL := startAlertmanager(t, bin, rcv.URL)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := devstack.Start(ctx, devstack.Config{
+		DataDir: t.TempDir(), NATSPort: -1, DatabaseURL: pgtest.URL(t), APIAddr: "127.0.0.1:0", APIToken: token, Pollers: 1,
+		Planner: planner.Config{FirstRunDelay: 200 * time.Millisecond, Tick: 100 * time.Millisecond, FirstRunSpread: -1},
+		Fleet: oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{{Name: "olt-a", Listen: "127.0.0.1:0", Community: "e2e-secret-community",
+			Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 4}, Seed: 1}}},
+		Availability: availability.Config{Recheck: 15 * time.Second, UnavailableAfter: 45 * time.Second, ProbeInterval: 15 * time.Second},
+		Alerter:      alerter.Config{AlertmanagerURLs: []string{amURL}, Tick: 100 * time.Millisecond},
+	}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	client := &devstack.Client{BaseURL: s.APIURL, Token: token}
+	if _, err := devstack.ConfigureHuawei(ctx, client, s.Fleet.OLTs(), devstack.DemoOptions{Community: "e2e-secret-community", IntervalSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	availability := func() oltAvailability {
+		var a oltAvailability
+		_ = client.Do(ctx, http.MethodGet, "/api/v1/olts/olt-a", nil, &a)
+		return a
+	}
+	waitFor(t, "olt-a available", 30*time.Second, func() (bool, string) {
+		a := availability()
+		return a.state() == streams.AvailabilityAvailable, a.state()
+	})
+
+	s.Fleet.OLT("olt-a").SetFaults(oltsim.Faults{NoAnswer: true})
+	var since time.Time
+	waitFor(t, "olt-a unreachable", 30*time.Second, func() (bool, string) {
+		a := availability()
+		if a.AvailabilitySince != nil {
+			since = *a.AvailabilitySince
+		}
+		return a.state() != streams.AvailabilityAvailable && a.AvailabilitySince != nil, a.state()
+	})
+	fired := func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return got["olt_unreachable/firing/olt-a"] > 0, fmt.Sprint(got)
+	}
+	waitFor(t, "olt_unreachable in Alertmanager's receiver", 90*time.Second, fired)
+	mu.Lock()
+	took := firstFiring.Sub(since)
+	mu.Unlock()
+	t.Logf("olt_unreachable reached Alertmanager's receiver %s after the first unanswered request", took.Round(time.Millisecond))
+	if took > 60*time.Second {
+		t.Errorf("olt_unreachable reached the receiver %s after the first unanswered request, want within 60 s", took)
+	}
+
+	s.Fleet.OLT("olt-a").SetFaults(oltsim.Faults{})
+	waitFor(t, "olt_unreachable resolved in Alertmanager's receiver", 60*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return got["olt_unreachable/resolved/olt-a"] > 0, fmt.Sprint(got)
+	})
+	time.Sleep(2 * time.Second) // room for a duplicate to show
+	mu.Lock()
+	defer mu.Unlock()
+	if got["olt_unreachable/firing/olt-a"] != 1 || got["olt_unreachable/resolved/olt-a"] != 1 {
+		t.Errorf("alertmanager notified %v, want olt_unreachable firing and resolved once each", got)
+	}
 }
