@@ -305,6 +305,13 @@ func (a *alerter) onConfig(m jsrouter.Msg) (func(*Engine), error) {
 			return nil, err
 		}
 		return func(e *Engine) { e.OnOLT(u, env.Time) }, nil
+	case streams.TypeOLTAutoEnabled:
+		// The availability service re-enabled an auto-disabled OLT.
+		_, u, err := streams.DecodeOn[streams.OLTAutoEnabled](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnOLTAutoEnabled(u.ID, env.Time) }, nil
 	case streams.TypeOLTDeleted:
 		_, d, err := streams.DecodeOn[streams.OLTDeleted](m.Subject, m.Data)
 		if err != nil {

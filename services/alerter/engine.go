@@ -643,7 +643,10 @@ func (e *Engine) OnAvailability(ev streams.OLTAvailability) {
 }
 
 // Execution causes that make an olt_empty_read alert.
-var emptyCauses = map[string]bool{"empty_read": true}
+// emptyCauses are the failures of an OLT that answered but gave nothing to
+// read: a get that came back empty where ONUs were known, a discovery that
+// placed no row of its profile's tables, a walk a broken agent ended.
+var emptyCauses = map[string]bool{streams.ExecCauseEmptyRead: true, streams.ExecCauseProfileMismatch: true, streams.ExecCauseOIDNotIncreasing: true}
 
 // OnExecution evaluates an execution outcome: a failure with an empty
 // read cause fires olt_empty_read; a success resolves it.
@@ -661,7 +664,7 @@ func (e *Engine) OnExecution(olt string, succeeded bool, cause, errText string, 
 	}
 	a := e.base(streams.RuleOLTEmptyRead, olt, at)
 	a.Cause = cause
-	a.Summary = fmt.Sprintf("OLT %s: a read came back empty where ONUs were known: %s", e.oltName(olt), bounded(errText, 256))
+	a.Summary = fmt.Sprintf("OLT %s answered but a read came back empty (%s): %s", e.oltName(olt), cause, bounded(errText, 256))
 	e.fire(a, false, "")
 }
 
@@ -710,6 +713,15 @@ func (e *Engine) OnOLT(u streams.OLTUpserted, at time.Time) {
 	e.touchOLT(u.ID)
 	key := oltAlertKey(streams.RuleOLTAutoDisabled, u.ID)
 	if a, ok := e.active[key]; ok && u.Enabled && at.After(a.A.StartsAt) {
+		e.resolve(key, at)
+	}
+}
+
+// OnOLTAutoEnabled resolves the olt_auto_disabled alert of an OLT the
+// availability service re-enabled (raised before at).
+func (e *Engine) OnOLTAutoEnabled(id string, at time.Time) {
+	key := oltAlertKey(streams.RuleOLTAutoDisabled, id)
+	if a, ok := e.active[key]; ok && at.After(a.A.StartsAt) {
 		e.resolve(key, at)
 	}
 }

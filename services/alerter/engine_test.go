@@ -192,6 +192,20 @@ func TestEngineRules(t *testing.T) {
 				e.OnExecution("olt-1", true, "", "", t0.Add(2*time.Minute))
 			})
 		}, map[string]int{"olt_empty_read/firing/notify": 1, "olt_empty_read/resolved/notify": 1}},
+		{"a profile that matches none of its tables, then a success", func(e *Engine) map[string]int {
+			return run(e, func() {
+				e.OnExecution("olt-1", false, streams.ExecCauseProfileMismatch, "the profile matched but none of its tables answered", t0)
+				e.OnExecution("olt-1", false, streams.ExecCauseNoONUsKnown, "no ONU known", t0.Add(time.Minute))
+				e.OnExecution("olt-1", true, "", "", t0.Add(2*time.Minute))
+			})
+		}, map[string]int{"olt_empty_read/firing/notify": 1, "olt_empty_read/resolved/notify": 1}},
+		{"auto-disabled, re-enabled by the availability probes", func(e *Engine) map[string]int {
+			return run(e, func() {
+				e.OnNotification(streams.Notification{ID: "d1", Kind: streams.NotifyOLTDisabled, OLTID: "olt-1", Message: "disabled", OccurredAt: t0}, time.Hour)
+				e.OnOLTAutoEnabled("olt-1", t0.Add(-time.Minute)) // older than the disable
+				e.OnOLTAutoEnabled("olt-1", t0.Add(5*time.Minute))
+			})
+		}, map[string]int{"olt_auto_disabled/firing/notify": 1, "olt_auto_disabled/resolved/notify": 1}},
 		{"quota violation resolves after its ttl; auto-disabled when enabled again", func(e *Engine) map[string]int {
 			return run(e, func() {
 				e.OnNotification(streams.Notification{ID: "q1", Kind: streams.NotifyQuotaViolation, OLTID: "olt-1", Message: "low", OccurredAt: t0}, time.Hour)
