@@ -212,6 +212,21 @@ func TestDebContents(t *testing.T) {
 	if err != nil || strings.TrimSpace(conffiles) != "/etc/facho/facho.env" {
 		t.Errorf("conffiles = %q (%v), want /etc/facho/facho.env", conffiles, err)
 	}
+	// The maintainer scripts and the completion parse.
+	control := t.TempDir()
+	if out, err := run(t, "dpkg-deb", "--control", r.deb, control); err != nil {
+		t.Fatalf("dpkg-deb --control: %v\n%s", err, out)
+	}
+	for _, script := range []string{"postinst", "postrm"} {
+		if out, err := run(t, "sh", "-n", filepath.Join(control, script)); err != nil {
+			t.Errorf("%s: %v\n%s", script, err, out)
+		}
+	}
+	root := unpack(t, r)
+	completion := filepath.Join(root, "usr/share/bash-completion/completions/facho")
+	if out, err := run(t, "bash", "-n", completion); err != nil {
+		t.Errorf("bash completion: %v\n%s", err, out)
+	}
 	sums, err := os.ReadFile(filepath.Join(r.dist, "SHA256SUMS"))
 	if err != nil {
 		t.Fatal(err)
