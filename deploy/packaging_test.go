@@ -651,7 +651,7 @@ func TestImage(t *testing.T) {
 	}
 
 	// -h of every service and of facho: in a container if a runtime works.
-	if rt := workingRuntime(t, r.image, ref); rt != "" {
+	if rt := workingRuntime(t, r.image, ref, c.User); rt != "" {
 		t.Logf("ran the binaries in a container (%s)", rt)
 		for _, b := range services(t) {
 			out, err := run(t, rt, "run", "--rm", "--network=none", "--entrypoint", "/usr/bin/"+b, ref, "-h")
@@ -678,10 +678,11 @@ func TestImage(t *testing.T) {
 	}
 }
 
-// workingRuntime loads the image into podman or docker and returns the
-// runtime's name, or "" when none is installed or none can run a
-// container here.
-func workingRuntime(t *testing.T, image, ref string) string {
+// workingRuntime loads the image into podman or docker, checks that the
+// runtime reads its user and entrypoint, and returns the runtime's name,
+// or "" when none is installed or none can run a container here (the
+// load and the inspection are checked all the same).
+func workingRuntime(t *testing.T, image, ref, user string) string {
 	t.Helper()
 	for _, rt := range []string{"podman", "docker"} {
 		if _, err := exec.LookPath(rt); err != nil {
@@ -692,6 +693,15 @@ func workingRuntime(t *testing.T, image, ref string) string {
 			continue
 		}
 		t.Cleanup(func() { _, _ = run(t, rt, "rmi", "-f", ref) })
+		out, err := run(t, rt, "image", "inspect", "--format", "{{.Config.User}} {{json .Config.Entrypoint}}", ref)
+		if err != nil {
+			t.Errorf("%s image inspect %s: %v\n%s", rt, ref, err, out)
+			continue
+		}
+		if want := user + ` ["/usr/bin/facho"]`; strings.TrimSpace(out) != want {
+			t.Errorf("%s reads user and entrypoint %q, want %q", rt, strings.TrimSpace(out), want)
+		}
+		t.Logf("%s loaded the image as %s", rt, ref)
 		if out, err := run(t, rt, "run", "--rm", "--network=none", ref, "version"); err != nil {
 			t.Logf("%s cannot run a container here: %v\n%s", rt, err, out)
 			continue
