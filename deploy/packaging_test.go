@@ -29,7 +29,13 @@ import (
 	"github.com/facho-olt/facho/streams"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if built.dist != "" {
+		_ = os.RemoveAll(built.dist)
+	}
+	os.Exit(code)
+}
 
 // release is one run of `bash deploy/release`, shared by every test of
 // the run: the build takes a minute or two.
@@ -49,7 +55,7 @@ var (
 )
 
 // buildRelease runs deploy/release once per test binary into a temporary
-// dist/ (removed by TestMain's process exit: it lives under os.TempDir).
+// dist/ (TestMain removes it).
 func buildRelease(t *testing.T) release {
 	t.Helper()
 	if testing.Short() {
