@@ -193,6 +193,7 @@ func TestDebContents(t *testing.T) {
 	}
 	for _, b := range binaries(t) {
 		want["/usr/bin/"+b] = "-rwxr-xr-x root/root"
+		want["/usr/share/man/man1/"+b+".1.gz"] = "-rw-r--r-- root/root"
 	}
 	for _, u := range units(t) {
 		want["/lib/systemd/system/"+u] = "-rw-r--r-- root/root"
