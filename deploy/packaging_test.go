@@ -267,11 +267,9 @@ func TestSystemdVerifyInstalledUnits(t *testing.T) {
 		t.Skip("systemd-analyze is not installed (Debian: apt-get install systemd): the units are not verified")
 	}
 	root := unpack(t, r)
-	// The units name /usr/bin/facho-*: systemd-analyze verify checks that
-	// the binaries exist, so the root's /usr/bin comes first on a PATH
-	// that it looks at through a private mount namespace would be needed;
-	// instead the units' ExecStart paths are checked to exist in the
-	// package and verify runs with --root on the unpacked tree.
+	// systemd-analyze verify --root checks the units against the unpacked
+	// tree (that ExecStart's binary is there, among the rest); the test also
+	// checks that no unit still names /usr/local.
 	for _, u := range units(t) {
 		path := filepath.Join(root, "lib/systemd/system", u)
 		data, err := os.ReadFile(path)
