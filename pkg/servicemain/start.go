@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/facho-olt/facho/pkg/buildinfo"
 	"github.com/facho-olt/facho/pkg/dbmigrate"
 	"github.com/facho-olt/facho/pkg/pgboot"
 	"github.com/facho-olt/facho/pkg/telemetry"
@@ -29,6 +30,12 @@ const (
 // server until ctx ends or either of them fails.
 func (b Binary) start(ctx context.Context, c Common, ch checked, log zerolog.Logger) error {
 	reg := telemetry.NewRegistry()
+	build := buildinfo.Get()
+	log.Info().Str("version", build.Version).Str("commit", build.Commit).Str("build_date", build.Date).
+		Str("go_version", build.GoVersion).Msg("starting")
+	if err := telemetry.RegisterBuildInfo(reg, b.Name, build); err != nil {
+		return err
+	}
 	deps := Deps{Box: ch.box, Log: log, Registry: reg, Health: telemetry.NewHealth()}
 	if b.Database != NoDatabase {
 		var minConns int32

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/facho-olt/facho/pkg/buildinfo"
 	"github.com/facho-olt/facho/pkg/natsembed"
 	"github.com/facho-olt/facho/pkg/pgtest"
 	"github.com/facho-olt/facho/streams"
@@ -146,6 +147,24 @@ func TestRunUntilCancelled(t *testing.T) {
 	status, checks := healthz(t, addr)
 	if status != http.StatusOK || checks["nats"] != "ok" || checks["jetstream"] != "ok" || len(checks) != 2 {
 		t.Fatalf("/healthz = %d %v, want 200 with nats and jetstream ok", status, checks)
+	}
+	// The build is logged at start and exposed as facho_build_info.
+	build := buildinfo.Get()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantGauge := `facho_build_info{build_date="` + build.Date + `",commit="` + build.Commit + `",go_version="` + build.GoVersion + `",service="x",version="` + build.Version + `"} 1`
+	if !strings.Contains(string(metrics), wantGauge) {
+		t.Errorf("/metrics has no %s", wantGauge)
+	}
+	if !strings.Contains(sink.String(), `"version":"`+build.Version+`"`) || !strings.Contains(sink.String(), `"message":"starting"`) {
+		t.Errorf("the start is not logged with the version:\n%s", sink)
 	}
 	cancel()
 	if err := wait(t, done); err != nil {

@@ -10,6 +10,7 @@
 //	facho export WHAT         export onu-data, onu-history or varbinds as CSV or parquet
 //	facho tail                follow live ONU changes, executions and notifications
 //	facho bench               measure the whole pipeline against a simulated fleet
+//	facho version             print the version, git commit and build date
 package main
 
 import (
@@ -68,6 +69,7 @@ commands:
   profiles             vendor profiles: list | show ID | check FILE [HOST[:PORT]] (validate; walk an agent and
                        print the ONUs Facho would store)
   bench                the whole pipeline against a simulated fleet, with baselines (-olts N -shape SxPxO -cycles K -json FILE)
+  version              print the version, git commit and build date ([-json])
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -129,6 +131,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	case "profiles":
 		return runProfiles(ctx, args[1:], getenv, stdout)
+	case "version":
+		return runVersion(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
