@@ -35,6 +35,12 @@ func helps() map[string]cmdHelp {
 			},
 			flagsFrom: []string{"dev", "-h"},
 		},
+		"version": {
+			usage:     "facho version [-json]",
+			about:     "Prints the version, the git commit and the build date of this binary (stamped by\ndeploy/release, else what the Go toolchain recorded). Every service logs the same at start\nand exports it as the facho_build_info metric.",
+			examples:  []string{"facho version", "facho version -json"},
+			flagsFrom: []string{"version", "-h"},
+		},
 		"keygen": {
 			usage:    "facho keygen",
 			about:    "Prints a new FACHO_SECRET_KEY: base64 of 32 random bytes, the key that seals SNMP\ncommunities and webhook secrets.",
