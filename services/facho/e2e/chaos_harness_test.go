@@ -59,6 +59,7 @@ var chaosBinaries = []string{
 	"github.com/facho-olt/facho/services/projector/cmd/facho-projector",
 	"github.com/facho-olt/facho/services/auditor/cmd/facho-auditor",
 	"github.com/facho-olt/facho/services/availability/cmd/facho-availability",
+	"github.com/facho-olt/facho/services/alerter/cmd/facho-alerter",
 	"github.com/facho-olt/facho/services/api/cmd/facho-api",
 }
 
@@ -619,6 +620,7 @@ func startChaosStack(t *testing.T, cfg chaosConfig) *chaosStack {
 	add("projector", "facho-projector", nil)
 	add("auditor", "facho-auditor", nil)
 	add("availability", "facho-availability", nil)
+	add("alerter", "facho-alerter", nil)
 	add("api", "facho-api", nil)
 	for i := 1; i <= cfg.Pollers; i++ {
 		id := fmt.Sprintf("poller-%d", i)

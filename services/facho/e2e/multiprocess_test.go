@@ -40,6 +40,7 @@ var binaries = []string{
 	"github.com/facho-olt/facho/services/auditor/cmd/facho-auditor",
 	"github.com/facho-olt/facho/services/api/cmd/facho-api",
 	"github.com/facho-olt/facho/services/availability/cmd/facho-availability",
+	"github.com/facho-olt/facho/services/alerter/cmd/facho-alerter",
 }
 
 func buildBinaries(t *testing.T) string {
@@ -213,6 +214,7 @@ func TestServicesAsSeparateProcesses(t *testing.T) {
 		start(t, bin("facho-auditor"), "auditor", with(natsauth.Auditor)),
 		start(t, bin("facho-api"), "api", with(natsauth.API)),
 		start(t, bin("facho-availability"), "availability", with(natsauth.Availability)),
+		start(t, bin("facho-alerter"), "alerter", with(natsauth.Alerter)),
 		start(t, bin("facho-poller"), "poller-1", with(natsauth.Poller, "FACHO_POLLER_ID=poller-1")),
 		start(t, bin("facho-poller"), "poller-2", with(natsauth.Poller, "FACHO_POLLER_ID=poller-2")),
 		start(t, bin("facho-planner"), "planner", with(natsauth.Planner), "-first-run-delay", "200ms", "-tick", "100ms", "-first-run-spread=-1s"),
