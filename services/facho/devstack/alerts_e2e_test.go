@@ -34,36 +34,10 @@ import (
 // notification (no ONU notified on its own), resolved when they return; a
 // single ONU offline and one at -31.5 dBm are one alert each.
 func TestAlertsAgainstSimulator(t *testing.T) {
-	bin := ""
-	for _, p := range []string{os.Getenv("FACHO_ALERTMANAGER_BIN"), "/usr/bin/prometheus-alertmanager"} {
-		if _, err := os.Stat(p); p != "" && err == nil {
-			bin = p
-		}
-	}
-	if bin == "" {
-		t.Skip("no Alertmanager: apt-get install prometheus-alertmanager")
-	}
-	var mu sync.Mutex
-	got := map[string]int{} // alertname/status/onu_id -> times notified
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var n struct {
-			Alerts []struct {
-				Status string            `json:"status"`
-				Labels map[string]string `json:"labels"`
-			} `json:"alerts"`
-		}
-		if err := json.Unmarshal(b, &n); err != nil {
-			t.Errorf("alertmanager webhook: %v", err)
-		}
-		mu.Lock()
-		for _, a := range n.Alerts {
-			got[a.Labels["alertname"]+"/"+a.Status+"/"+a.Labels["onu_id"]]++
-		}
-		mu.Unlock()
-	}))
-	defer rcv.Close()
-	amURL := startAlertmanager(t, bin, rcv.URL)
+	rcv := newAlertReceiver(t, "onu_id")
+	amURL := startAlertmanager(t, alertmanagerBin(t), rcv.URL)
+	var mu = &rcv.mu
+	got := rcv.got
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -161,6 +135,56 @@ func TestAlertsAgainstSimulator(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// alertmanagerBin is the Alertmanager binary (Debian's, or
+// FACHO_ALERTMANAGER_BIN); the test is skipped without one.
+func alertmanagerBin(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("FACHO_ALERTMANAGER_BIN"), "/usr/bin/prometheus-alertmanager"} {
+		if _, err := os.Stat(p); p != "" && err == nil {
+			return p
+		}
+	}
+	t.Skip("no Alertmanager: apt-get install prometheus-alertmanager")
+	return ""
+}
+
+// alertReceiver is Alertmanager's webhook receiver: how many times each
+// alertname/status/<label> was notified, and when first.
+type alertReceiver struct {
+	*httptest.Server
+	mu    sync.Mutex
+	got   map[string]int
+	first map[string]time.Time
+}
+
+func newAlertReceiver(t *testing.T, label string) *alertReceiver {
+	t.Helper()
+	r := &alertReceiver{got: map[string]int{}, first: map[string]time.Time{}}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+		var n struct {
+			Alerts []struct {
+				Status string            `json:"status"`
+				Labels map[string]string `json:"labels"`
+			} `json:"alerts"`
+		}
+		if err := json.Unmarshal(b, &n); err != nil {
+			t.Errorf("alertmanager webhook: %v", err)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, a := range n.Alerts {
+			k := a.Labels["alertname"] + "/" + a.Status + "/" + a.Labels[label]
+			r.got[k]++
+			if _, seen := r.first[k]; !seen {
+				r.first[k] = time.Now()
+			}
+		}
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
 func startAlertmanager(t *testing.T, bin, receiver string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -203,41 +227,10 @@ func TestDeadOLTReachesAlertmanager(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 90 s with production availability timings")
 	}
-	bin := ""
-	for _, p := range []string{os.Getenv("FACHO_ALERTMANAGER_BIN"), "/usr/bin/prometheus-alertmanager"} {
-		if _, err := os.Stat(p); p != "" && err == nil {
-			bin = p
-		}
-	}
-	if bin == "" {
-		t.Skip("no Alertmanager: apt-get install prometheus-alertmanager")
-	}
-	var mu sync.Mutex
-	got := map[string]int{} // alertname/status/olt_id -> times notified
-	firstFiring := time.Time{}
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var n struct {
-			Alerts []struct {
-				Status string            `json:"status"`
-				Labels map[string]string `json:"labels"`
-			} `json:"alerts"`
-		}
-		if err := json.Unmarshal(b, &n); err != nil {
-			t.Errorf("alertmanager webhook: %v", err)
-		}
-		mu.Lock()
-		for _, a := range n.Alerts {
-			k := a.Labels["alertname"] + "/" + a.Status + "/" + a.Labels["olt_id"]
-			got[k]++
-			if k == "olt_unreachable/firing/olt-a" && firstFiring.IsZero() {
-				firstFiring = time.Now()
-			}
-		}
-		mu.Unlock()
-	}))
-	defer rcv.Close()
-	amURL := startAlertmanager(t, bin, rcv.URL)
+	rcv := newAlertReceiver(t, "olt_id")
+	amURL := startAlertmanager(t, alertmanagerBin(t), rcv.URL)
+	var mu = &rcv.mu
+	got := rcv.got
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -287,7 +280,7 @@ func TestDeadOLTReachesAlertmanager(t *testing.T) {
 	}
 	waitFor(t, "olt_unreachable in Alertmanager's receiver", 90*time.Second, fired)
 	mu.Lock()
-	took := firstFiring.Sub(since)
+	took := rcv.first["olt_unreachable/firing/olt-a"].Sub(since)
 	mu.Unlock()
 	t.Logf("olt_unreachable reached Alertmanager's receiver %s after the first unanswered request", took.Round(time.Millisecond))
 	if took > 60*time.Second {
