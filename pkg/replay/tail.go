@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,6 +104,40 @@ func (f TailFilter) Validate() error {
 // exist (an older deployment without notifications) is left out of an
 // unfiltered tail.
 func Tail(ctx context.Context, js jetstream.JetStream, f TailFilter, ready func(), fn func(TailEvent) error) error {
+	var r func(TailStart)
+	if ready != nil {
+		r = func(TailStart) { ready() }
+	}
+	return TailFrom(ctx, js, f, nil, 0, r, fn)
+}
+
+// TailStart is where a tail begins: the position of each stream it
+// follows (the last sequence already seen, so delivery starts after it)
+// and the gaps it could not replay.
+type TailStart struct {
+	Cursor TailCursor
+	Gaps   []TailGap
+}
+
+// TailGap is a range of a stream's sequences a resumed tail does not
+// replay (older than its bound, or gone from the stream): events of the
+// filter among them are missed.
+type TailGap struct {
+	Stream string `json:"stream"`
+	From   uint64 `json:"from_seq"`
+	To     uint64 `json:"to_seq"`
+}
+
+// TailFrom is Tail resumed after from (a cursor of an earlier tail with
+// the same filter; nil: from now on). Each stream of the filter starts
+// after its position in from, but at most maxBack messages back from the
+// stream's last one (0: no limit): what lies further back, or was
+// removed from the stream, is reported in the TailStart's gaps. A stream
+// absent from from starts at its end (new events only); a position past a
+// stream's end (a stream recreated) too. ready, when set, is called once
+// the consumers exist with the starting cursor: every event after it is
+// delivered, none before it.
+func TailFrom(ctx context.Context, js jetstream.JetStream, f TailFilter, from TailCursor, maxBack uint64, ready func(TailStart), fn func(TailEvent) error) error {
 	srcs, err := f.sources()
 	if err != nil {
 		return err
@@ -117,14 +152,25 @@ func Tail(ctx context.Context, js jetstream.JetStream, f TailFilter, ready func(
 			x.it.Stop()
 		}
 	}()
+	start := TailStart{Cursor: TailCursor{}}
 	for _, s := range srcs {
-		cons, err := js.OrderedConsumer(ctx, s.stream, jetstream.OrderedConsumerConfig{
-			FilterSubjects: []string{s.subject}, DeliverPolicy: jetstream.DeliverNewPolicy,
-		})
+		st, err := js.Stream(ctx, s.stream)
 		if err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) && s.class == ClassNotify && len(srcs) > 1 {
 				continue
 			}
+			return fmt.Errorf("tail %s: %w", s.stream, err)
+		}
+		state := st.CachedInfo().State
+		after, gap := resumeAt(state.FirstSeq, state.LastSeq, from, s.stream, maxBack)
+		if gap != nil {
+			start.Gaps = append(start.Gaps, *gap)
+		}
+		start.Cursor[s.stream] = after
+		cons, err := js.OrderedConsumer(ctx, s.stream, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{s.subject}, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: after + 1,
+		})
+		if err != nil {
 			return fmt.Errorf("tail %s: %w", s.stream, err)
 		}
 		// Messages creates the consumer on the server before it returns.
@@ -135,7 +181,7 @@ func Tail(ctx context.Context, js jetstream.JetStream, f TailFilter, ready func(
 		fol = append(fol, follower{s, it})
 	}
 	if ready != nil {
-		ready()
+		ready(start)
 	}
 	events := make(chan TailEvent, 256)
 	g, gctx := errgroup.WithContext(ctx)
@@ -159,6 +205,79 @@ func Tail(ctx context.Context, js jetstream.JetStream, f TailFilter, ready func(
 		return nil
 	}
 	return err
+}
+
+// resumeAt is the sequence of stream a tail starts after (delivery begins
+// at the next one), given the stream's first and last sequences, the
+// cursor to resume from and the bound, with the gap it leaves.
+func resumeAt(first, last uint64, from TailCursor, stream string, maxBack uint64) (uint64, *TailGap) {
+	pos, ok := from[stream]
+	if !ok || pos >= last {
+		return last, nil
+	}
+	after := pos
+	if first > 0 && after+1 < first { // removed by retention
+		after = first - 1
+	}
+	if maxBack > 0 && last-after > maxBack {
+		after = last - maxBack
+	}
+	if after == pos {
+		return after, nil
+	}
+	return after, &TailGap{Stream: stream, From: pos + 1, To: after}
+}
+
+// TailCursor is the position of a tail in each stream it follows: the
+// sequence of the last message delivered (or skipped by the filter before
+// the start). Its text form, the id of a server-sent event, is
+// "<stream>-<seq>" per stream, sorted, joined by commas.
+type TailCursor map[string]uint64
+
+// String is the text form of c.
+func (c TailCursor) String() string {
+	names := make([]string, 0, len(c))
+	for k := range c {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + "-" + strconv.FormatUint(c[k], 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// maxCursorText bounds a cursor from a client (a Last-Event-ID header).
+const maxCursorText = 512
+
+// ParseTailCursor reads the text form of a cursor ("" is an empty one).
+func ParseTailCursor(s string) (TailCursor, error) {
+	c := TailCursor{}
+	if s == "" {
+		return c, nil
+	}
+	if len(s) > maxCursorText {
+		return nil, fmt.Errorf("cursor of %d characters: at most %d", len(s), maxCursorText)
+	}
+	for _, part := range strings.Split(s, ",") {
+		i := strings.LastIndexByte(part, '-')
+		if i <= 0 {
+			return nil, fmt.Errorf("cursor part %q: want <stream>-<sequence>", part)
+		}
+		seq, err := strconv.ParseUint(part[i+1:], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cursor part %q: want <stream>-<sequence>", part)
+		}
+		name := part[:i]
+		if strings.IndexFunc(name, func(r rune) bool {
+			return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+		}) >= 0 {
+			return nil, fmt.Errorf("cursor part %q: %q is not a stream name", part, name)
+		}
+		c[name] = seq
+	}
+	return c, nil
 }
 
 func follow(ctx context.Context, it jetstream.MessagesContext, s tailSource, out chan<- TailEvent) error {

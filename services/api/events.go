@@ -15,14 +15,25 @@ import (
 // proxies and browsers keep the connection.
 const sseHeartbeat = 15 * time.Second
 
+// eventResumeMax bounds what a reconnecting client of the event stream
+// gets back: at most the last eventResumeMax messages of each stream it
+// follows are looked at again (older ones are reported as a gap).
+const eventResumeMax = 10000
+
 // streamEvents is GET /api/v1/events/stream?olt=&kind=: the live events of
 // `facho tail` as server-sent events for dashboards: ONU changes,
 // executions and notifications from now on, with the same filters (olt: an
 // OLT id; kind: onu, exec, notify, an ONU change kind, an execution phase or
-// a notification kind). Each event is "event: <class>", "id:
-// <stream>-<seq>" and one JSON line of data (replay.TailEvent: the envelope
-// as published, with a summary). Authenticated like the rest of the API.
-// The stream ends when the client goes away.
+// a notification kind). Each event is "event: <class>", "id: <cursor>" and
+// one JSON line of data (replay.TailEvent: the envelope as published, with
+// a summary). The cursor is the position in every stream followed
+// ("<stream>-<seq>" joined by commas); the stream's first block carries
+// the starting one. A client that reconnects with it in Last-Event-ID (or
+// the last_event_id parameter) gets the events it missed, then the live
+// ones: nothing twice, and at most the last eventResumeMax messages of
+// each stream back (an "event: gap" says what could not be replayed).
+// Authenticated like the rest of the API. The stream ends when the client
+// goes away or the server shuts down.
 func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) *apiError {
 	f := replay.TailFilter{OLT: r.URL.Query().Get("olt"), Kind: r.URL.Query().Get("kind")}
 	if err := f.Validate(); err != nil {
@@ -32,6 +43,15 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) *apiError 
 		}
 		return badField(field, "%s", err.Error())
 	}
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("last_event_id")
+	}
+	from, err := replay.ParseTailCursor(last)
+	if err != nil {
+		return badField("last_event_id", "%s", err.Error())
+	}
+	cursor := replay.TailCursor{}
 	rc := http.NewResponseController(w)
 	// The server's write timeout is for ordinary responses: this one
 	// lasts as long as the client listens.
@@ -52,13 +72,18 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) *apiError 
 	defer close(done)
 	started := false
 	// ready: the consumers exist, every event from here on is sent.
-	ready := func() {
+	ready := func(start replay.TailStart) {
 		started = true
+		cursor = start.Cursor
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Accel-Buffering", "no")
 		w.WriteHeader(http.StatusOK)
-		_ = write(": facho events\n\n")
+		_ = write(": facho events\nid: %s\n\n", cursor)
+		for _, g := range start.Gaps {
+			b, _ := json.Marshal(g)
+			_ = write("event: gap\ndata: %s\n\n", b)
+		}
 		go func() {
 			t := time.NewTicker(sseHeartbeat)
 			defer t.Stop()
@@ -76,12 +101,13 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) *apiError 
 			}
 		}()
 	}
-	err := replay.Tail(ctx, s.deps.JS, f, ready, func(ev replay.TailEvent) error {
+	err = replay.TailFrom(ctx, s.deps.JS, f, from, eventResumeMax, ready, func(ev replay.TailEvent) error {
 		b, err := json.Marshal(ev)
 		if err != nil {
 			return err
 		}
-		return write("id: %s-%d\nevent: %s\ndata: %s\n\n", ev.Stream, ev.Seq, ev.Class, b)
+		cursor[ev.Stream] = ev.Seq
+		return write("id: %s\nevent: %s\ndata: %s\n\n", cursor, ev.Class, b)
 	})
 	switch {
 	case err == nil || ctx.Err() != nil:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"net/http"
 	"net/url"
@@ -246,7 +247,11 @@ func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request) {
 // the topic's data moves (topic olt:<id>: its ONUs, executions,
 // assignments and scheduled nodes; logs: the coordinator logs; pollers:
 // the pollers and the queue, every few seconds). The page then re-fetches
-// itself and swaps its live parts.
+// itself and swaps its live parts. Every event's id is a digest of the
+// fingerprint it reports (the first block carries the one the stream
+// starts from): a page that reconnects sends it back as Last-Event-ID, and
+// gets a "change" at once when the data moved while it was away, so it
+// misses nothing (a page only needs the latest state, not each step).
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	topic := r.URL.Query().Get("topic")
 	var sql string
@@ -304,11 +309,22 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case err != nil:
 			c.d.Log.Debug().Err(err).Msg("live fingerprint")
+		case n == 0 && r.Header.Get("Last-Event-ID") != "" && r.Header.Get("Last-Event-ID") != fingerprintID(fp):
+			// A reconnecting page whose data moved while it was away.
+			last = fp
+			if _, err := fmt.Fprintf(w, "id: %s\nevent: change\ndata: %d\n\n", fingerprintID(fp), n); err != nil {
+				return
+			}
+			fl.Flush()
 		case n == 0:
 			last = fp
+			if _, err := fmt.Fprintf(w, "id: %s\n\n", fingerprintID(fp)); err != nil {
+				return
+			}
+			fl.Flush()
 		case fp != last:
 			last = fp
-			if _, err := fmt.Fprintf(w, "event: change\ndata: %d\n\n", n); err != nil {
+			if _, err := fmt.Fprintf(w, "id: %s\nevent: change\ndata: %d\n\n", fingerprintID(fp), n); err != nil {
 				return
 			}
 			fl.Flush()
@@ -324,6 +340,13 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 		}
 	}
+}
+
+// fingerprintID is the event id of a live fingerprint: a short digest.
+func fingerprintID(fp string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(fp))
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // nodesFingerprint is what the OLT page shows of its nodes.
