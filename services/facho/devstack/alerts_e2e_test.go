@@ -161,7 +161,7 @@ func TestAlertsAgainstSimulator(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func startAlertmanager(t *testing.T, bin, receiver string) string {
+func startAlertmanager(t testing.TB, bin, receiver string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("route:\n  receiver: test\n  group_by: [alertname, olt_id, pon]\n  group_wait: 200ms\n  group_interval: 500ms\n  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n      - url: %s/am\n        send_resolved: true\n", receiver)
