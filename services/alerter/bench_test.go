@@ -81,23 +81,27 @@ func amHas(b testing.TB, amURL, rule, onuID, pon string) bool {
 	return len(alerts) > 0
 }
 
-// BenchmarkScale feeds real onu.changed events through JetStream: OLTs x
-// 1,024 ONUs (8 PONs of 128), then cycles in which 10 % of the ONUs change
-// status at once (a poll cycle's burst), and prints the consumer lag p99
-// (from each event's observed_at, its publish time, to its evaluation
-// committed; histogram bucket bound) and the CPU of this process (the
-// alerter and the embedded NATS server; Postgres not counted) per event.
-// FACHO_ALERT_BENCH_OLTS sets the OLTs (default 100; the target is 1000):
+// BenchmarkScale feeds real onu.changed events through JetStream to an
+// alerter holding OLTs x 1,024 ONUs (8 PONs of 128; the fleet seeded
+// through the alerter's own evaluation and persistence, SeedState), in
+// cycles in which 10 % of the ONUs change status, and prints the consumer
+// lag p50 and p99 (from each event's observed_at, its publish time, to its
+// evaluation committed; histogram bucket bounds), events/s and the CPU of
+// this process (the alerter and the embedded NATS server; Postgres not
+// counted) per event. FACHO_ALERT_BENCH_OLTS sets the OLTs (default 100;
+// the target is 1000), FACHO_ALERT_BENCH_CYCLES the cycles (default 3),
+// FACHO_ALERT_BENCH_INTERVAL spreads each cycle over that time OLT by OLT
+// as polls spread over a job's interval (0, the default: each cycle is one
+// burst, the worst case). A spread run ends with one more cycle as a
+// single burst and prints the alerter's throughput over it as a ratio to
+// the spread arrival rate (capacity_ratio):
 //
-//	FACHO_ALERT_BENCH_OLTS=1000 go test -run '^$' -bench Scale -benchtime 1x ./services/alerter/
+//	FACHO_ALERT_BENCH_OLTS=1000 FACHO_ALERT_BENCH_INTERVAL=5m go test -run '^$' -bench Scale -benchtime 1x -timeout 60m ./services/alerter/
 func BenchmarkScale(b *testing.B) {
 	olts := 100
 	if v := os.Getenv("FACHO_ALERT_BENCH_OLTS"); v != "" {
 		olts, _ = strconv.Atoi(v)
 	}
-	// FACHO_ALERT_BENCH_INTERVAL spreads each cycle's events over it, OLT
-	// by OLT, as polls spread over a job's interval (0: each cycle is one
-	// burst, the worst case).
 	var interval time.Duration
 	if v := os.Getenv("FACHO_ALERT_BENCH_INTERVAL"); v != "" {
 		interval, _ = time.ParseDuration(v)
