@@ -185,7 +185,7 @@ func newAlertReceiver(t *testing.T, label string) *alertReceiver {
 	return r
 }
 
-func startAlertmanager(t *testing.T, bin, receiver string) string {
+func startAlertmanager(t testing.TB, bin, receiver string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("route:\n  receiver: test\n  group_by: [alertname, olt_id, pon]\n  group_wait: 200ms\n  group_interval: 500ms\n  repeat_interval: 1h\nreceivers:\n  - name: test\n    webhook_configs:\n      - url: %s/am\n        send_resolved: true\n", receiver)

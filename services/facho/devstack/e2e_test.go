@@ -73,7 +73,7 @@ type onuList struct {
 	ONUs  []onuView `json:"onus"`
 }
 
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
+func waitFor(t testing.TB, what string, limit time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	last := ""
