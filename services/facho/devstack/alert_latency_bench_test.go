@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sort"
 	"testing"
 	"time"
@@ -41,15 +40,7 @@ import (
 //
 //	go test -run '^$' -bench PollToAlertmanager -benchtime 20x ./services/facho/devstack/
 func BenchmarkPollToAlertmanager(b *testing.B) {
-	bin := ""
-	for _, p := range []string{os.Getenv("FACHO_ALERTMANAGER_BIN"), "/usr/bin/prometheus-alertmanager"} {
-		if _, err := os.Stat(p); p != "" && err == nil {
-			bin = p
-		}
-	}
-	if bin == "" {
-		b.Skip("no Alertmanager: apt-get install prometheus-alertmanager")
-	}
+	bin := alertmanagerBin(b)
 	const pons, perPON, community = 4, 32, "bench-secret-community"
 	if b.N > perPON {
 		b.Fatalf("at most %d rounds (-benchtime %dx)", perPON, perPON)

@@ -137,7 +137,7 @@ func ptr[T any](v T) *T { return &v }
 
 // alertmanagerBin is the Alertmanager binary (Debian's, or
 // FACHO_ALERTMANAGER_BIN); the test is skipped without one.
-func alertmanagerBin(t *testing.T) string {
+func alertmanagerBin(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{os.Getenv("FACHO_ALERTMANAGER_BIN"), "/usr/bin/prometheus-alertmanager"} {
 		if _, err := os.Stat(p); p != "" && err == nil {
