@@ -75,23 +75,7 @@ func TestAlertsAgainstSimulator(t *testing.T) {
 		return n == 32, strconv.Itoa(n)
 	})
 
-	cutPON := onus[0].PonIndex
-	var other []oltsim.ONU
-	for _, o := range onus {
-		if o.PonIndex == cutPON {
-			if err := olt.SetONUOnline(o.Index, false); err != nil { // the fiber cut
-				t.Fatal(err)
-			}
-		} else {
-			other = append(other, o)
-		}
-	}
-	if err := olt.SetONUOnline(other[0].Index, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := olt.SetONURxPower(other[1].Index, -31.5); err != nil {
-		t.Fatal(err)
-	}
+	cutPON, other := cutPONAndTwoONUs(t, olt, onus)
 	want := map[string]int{
 		"pon_outage/firing/":                             1,
 		"onu_down/firing/" + strconv.Itoa(other[0].ID):   1,
@@ -134,6 +118,32 @@ func TestAlertsAgainstSimulator(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// cutPONAndTwoONUs scripts the alerting scenario on olt: a fiber cut (every
+// ONU of the first ONU's PON offline), one more ONU offline on another PON
+// and one at -31.5 dBm. It returns the cut PON and the ONUs of the other
+// PONs (other[0] offline, other[1] at -31.5 dBm).
+func cutPONAndTwoONUs(t testing.TB, olt *oltsim.OLT, onus []oltsim.ONU) (int64, []oltsim.ONU) {
+	t.Helper()
+	cutPON := onus[0].PonIndex
+	var other []oltsim.ONU
+	for _, o := range onus {
+		if o.PonIndex == cutPON {
+			if err := olt.SetONUOnline(o.Index, false); err != nil { // the fiber cut
+				t.Fatal(err)
+			}
+		} else {
+			other = append(other, o)
+		}
+	}
+	if err := olt.SetONUOnline(other[0].Index, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := olt.SetONURxPower(other[1].Index, -31.5); err != nil {
+		t.Fatal(err)
+	}
+	return cutPON, other
+}
 
 // alertmanagerBin is the Alertmanager binary (Debian's, or
 // FACHO_ALERTMANAGER_BIN); the test is skipped without one.

@@ -78,23 +78,7 @@ func TestConsoleAlertsInBrowser(t *testing.T) {
 		_ = s.DB.QueryRow(ctx, `SELECT count(*) FROM onu_data WHERE olt_id = $1 AND status = 'ONLINE'`, oltID).Scan(&n)
 		return n == 32, fmt.Sprint(n)
 	})
-	cutPON := onus[0].PonIndex
-	var other []oltsim.ONU
-	for _, o := range onus {
-		if o.PonIndex == cutPON {
-			if err := olt.SetONUOnline(o.Index, false); err != nil { // the fiber cut
-				t.Fatal(err)
-			}
-		} else {
-			other = append(other, o)
-		}
-	}
-	if err := olt.SetONUOnline(other[0].Index, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := olt.SetONURxPower(other[1].Index, -31.5); err != nil {
-		t.Fatal(err)
-	}
+	cutPONAndTwoONUs(t, olt, onus)
 	waitFor(t, "the outage and the two ONU alerts firing", 90*time.Second, func() (bool, string) {
 		var rules string
 		_ = s.DB.QueryRow(ctx, `SELECT coalesce(string_agg(DISTINCT rule, ','), '') FROM alerts WHERE state = 'firing' AND NOT inhibited`).Scan(&rules)
