@@ -10,8 +10,9 @@ import (
 
 // Read model names, as `facho rebuild` takes them.
 const (
-	ReadModelONUData    = "onu_data"
-	ReadModelExecutions = "executions"
+	ReadModelONUData         = "onu_data"
+	ReadModelExecutions      = "executions"
+	ReadModelOLTAvailability = "olt_availability"
 )
 
 // ReadModels registers the projector's rebuildable read models
@@ -77,6 +78,15 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			// The schedule and lifecycle sources folded in memory and
 			// copied in (executions_fold.go).
 			Fold: p.newExecFold,
+		},
+		{
+			Name:        ReadModelOLTAvailability,
+			Description: "each OLT's availability (available, unreachable, unavailable), from the availability events",
+			Sources: []projection.Source{
+				{Stream: streams.StreamOLT, Consumer: streams.ConsumerProjectorOLT, Decode: projection.SubjectChecked(p.decodeAvailability)},
+			},
+			// updated_at is the event's time: the same live and rebuilt.
+			Tables: []projection.Table{{Name: "olt_availability", Key: []string{"olt_id"}}},
 		},
 	}, nil
 }
