@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,12 +22,71 @@ import (
 // OLT is available again, its nodes whose last run was skipped are due at
 // once and its queue is dispatched.
 
-// followAvailability reads the last availability of every OLT, then the
-// changes, into out.
-func (p *planner) followAvailability(ctx context.Context, out chan<- streams.OLTAvailability) (stop func(), err error) {
-	return follow(ctx, p, streams.StreamOLT, "OLT availability", jetstream.OrderedConsumerConfig{
+// availabilityLoadTimeout bounds the start-up read of the OLTs' last
+// availability (one message per OLT): past it the planner starts with
+// what it read and follows the rest as changes.
+const availabilityLoadTimeout = 15 * time.Second
+
+// loadAvailability reads the last availability of every OLT before the
+// planner's loop starts, so its first dispatch already knows which OLTs
+// are unavailable (read asynchronously, a restart could dispatch once to
+// an OLT known to be down). It returns the stream sequence to follow the
+// changes from.
+func (p *planner) loadAvailability(ctx context.Context) (next uint64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, availabilityLoadTimeout)
+	defer cancel()
+	cons, err := p.js.OrderedConsumer(ctx, streams.StreamOLT, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{streams.SubjectsOLTAvailability},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("planner: read OLT availability: %w", err)
+	}
+	pending := cons.CachedInfo().NumPending
+	if pending == 0 {
+		return 0, nil
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return 0, fmt.Errorf("planner: read OLT availability: %w", err)
+	}
+	defer it.Stop()
+	stopAtDeadline := context.AfterFunc(ctx, it.Stop) // Next returns when the time is up
+	defer stopAtDeadline()
+	var last uint64
+	for pending > 0 {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
+				p.log.Warn().Uint64("availability_read_seq", last).Msg("OLT availability not read in full at start: the rest follows as changes")
+				break
+			}
+			return 0, fmt.Errorf("planner: read OLT availability: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return 0, fmt.Errorf("planner: read OLT availability: %w", err)
+		}
+		last, pending = md.Sequence.Stream, md.NumPending
+		ev, ok, err := decodeAvailability(msg.Data())
+		if err != nil {
+			p.log.Warn().Err(err).Str(telemetry.KeySubject, msg.Subject()).Msg("skip malformed OLT availability")
+			continue
+		}
+		if ok {
+			p.onAvailability(ctx, ev)
+		}
+	}
+	return last + 1, nil
+}
+
+// followAvailability reads the OLTs' availability changes from stream
+// sequence from (loadAvailability read the state before it) into out.
+func (p *planner) followAvailability(ctx context.Context, from uint64, out chan<- streams.OLTAvailability) (stop func(), err error) {
+	return follow(ctx, p, streams.StreamOLT, "OLT availability", jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{streams.SubjectsOLTAvailability},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    max(from, 1),
 	}, decodeAvailability, out)
 }
 

@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -87,4 +88,36 @@ func count(t *testing.T, js jetstream.JetStream, stream, filter string) int {
 		n += int(c)
 	}
 	return n
+}
+
+// A planner (re)started over a configuration and an OLT already
+// unavailable knows it before its first dispatch: the due node is
+// skipped, never dispatched once first.
+func TestRestartedPlannerKnowsUnavailableOLTBeforeDispatching(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage}, jstest.WithAuth())
+	_, pjs := env.Connect(t, natsauth.Planner)
+	box := newBox(t)
+	sealed, err := box.Seal("s3cr3t-community")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedConfig(t, env.JS, sealed)
+	publish(t, env.JS, streams.SubjectJob("get-status"), job(true, 30))
+	// Many OLTs' availability ahead of olt-a's, as a fleet's stream holds.
+	for i := range 500 {
+		olt := "olt-other-" + strconv.Itoa(i)
+		publish(t, env.JS, streams.SubjectOLTAvailability(olt), streams.OLTAvailability{OLTID: olt, State: streams.AvailabilityAvailable,
+			Since: time.Now().UTC(), Source: streams.AvailabilitySourceProbe, ObservedAt: time.Now().UTC()})
+	}
+	publish(t, env.JS, streams.SubjectOLTAvailability("olt-a"), streams.OLTAvailability{OLTID: "olt-a", State: streams.AvailabilityUnavailable,
+		Previous: streams.AvailabilityUnreachable, Since: time.Now().UTC(), LastError: "request timeout", Source: streams.AvailabilitySourceProbe, ObservedAt: time.Now().UTC()})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := startPlanner(t, ctx, pjs)
+	defer func() { cancel(); wait() }()
+	startFinisher(t, ctx, env.JS, 10*time.Millisecond)
+	collect(t, env.JS, streams.StreamExec, streams.SubjectExec("olt-a", streams.PhaseSkipped), func(e []streams.Envelope) bool { return len(e) >= 1 })
+	if n := count(t, env.JS, streams.StreamSchedule, streams.SubjectNodeDueClass("olt-a", "*")); n != 0 {
+		t.Fatalf("%d NodeDue dispatched to an OLT unavailable before the planner started", n)
+	}
 }

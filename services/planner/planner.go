@@ -317,8 +317,12 @@ func (p *planner) run(ctx context.Context) error {
 	pollerUpdates := make(chan pollerUpdate, 64)
 	p.pollersDeadline = p.now().Add(pollersWait)
 	defer p.followPollers(ctx, pollerUpdates)()
+	availFrom, err := p.loadAvailability(ctx)
+	if err != nil {
+		return err
+	}
 	avail := make(chan streams.OLTAvailability, 256)
-	stopAvail, err := p.followAvailability(ctx, avail)
+	stopAvail, err := p.followAvailability(ctx, availFrom, avail)
 	if err != nil {
 		return err
 	}
