@@ -74,6 +74,13 @@ type Config struct {
 	// (next run = end + interval, seed 003) and a steady cycle measures the
 	// load the fleet offers, not the pipeline's capacity.
 	BurstEveryCycle bool
+	// RxDriftDBm, when positive, makes the cycles changes-heavy: the
+	// simulator moves every online ONU's Rx by a random amount of up to
+	// this many dB twice an interval (every 5 s with BurstEveryCycle), so
+	// nearly every ONU's Rx differs at each reading and each reading
+	// writes its row and its history, as a fleet whose optics wobble
+	// does. 0: the tables stand still after the first discovery.
+	RxDriftDBm float64
 	// BaselineOLTs is how many OLTs the baselines walk (the first ones).
 	BaselineOLTs int
 	// Timeout bounds the measured cycles (after it: partial results).
@@ -168,6 +175,9 @@ func (c Config) Validate() error {
 	if c.BurstEveryCycle && c.FirstRunSpread > 0 {
 		errs = append(errs, fmt.Errorf("burst-every-cycle with first-run-spread %s: the spread would spread the bursts; want a negative spread", c.FirstRunSpread))
 	}
+	if c.RxDriftDBm < 0 || c.RxDriftDBm > 5 {
+		errs = append(errs, fmt.Errorf("rx-drift %g dB: want 0..5", c.RxDriftDBm))
+	}
 	if c.ProfileSeconds < 0 || c.ProfileSeconds > 50 {
 		errs = append(errs, fmt.Errorf("profile seconds %d: want 0..50", c.ProfileSeconds))
 	}
@@ -226,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (r *run) run(ctx context.Context) (*Result, error) {
 	cfg := r.cfg
 	res := &Result{Started: time.Now().UTC(), OLTs: cfg.OLTs, Shape: shapeText(cfg.Shape), ONUsPerOLT: shapeONUs(cfg.Shape),
-		Cycles: cfg.Cycles, IntervalSeconds: cfg.Interval.Seconds(), FirstRunSpreadSeconds: cfg.FirstRunSpread.Seconds(), BurstEveryCycle: cfg.BurstEveryCycle, Pollers: cfg.Pollers, Workers: cfg.Workers, MaxRepetitions: cfg.MaxRepetitions,
+		Cycles: cfg.Cycles, IntervalSeconds: cfg.Interval.Seconds(), FirstRunSpreadSeconds: cfg.FirstRunSpread.Seconds(), BurstEveryCycle: cfg.BurstEveryCycle, RxDriftDBm: cfg.RxDriftDBm, Pollers: cfg.Pollers, Workers: cfg.Workers, MaxRepetitions: cfg.MaxRepetitions,
 		Projectors: max(cfg.Projectors, 1), ProjectorPartitions: max(cfg.ProjectorPartitions, 1)}
 	if host, err := os.Hostname(); err == nil {
 		res.Host = host
@@ -306,8 +316,19 @@ func (r *run) startSimulator(ctx context.Context, bin string) error {
 	}
 	r.simBase = base
 	env := append(os.Environ(), "OLTSIM_COMMUNITY="+r.community)
-	p, err := startProc("oltsim", bin, r.tmp, env, "-olts", strconv.Itoa(r.cfg.OLTs), "-listen", fmt.Sprintf("127.0.0.1:%d", base),
-		"-shape", shapeText(r.cfg.Shape), "-name", "bench", "-http", "", "-log-level", "warn")
+	args := []string{"-olts", strconv.Itoa(r.cfg.OLTs), "-listen", fmt.Sprintf("127.0.0.1:%d", base),
+		"-shape", shapeText(r.cfg.Shape), "-name", "bench", "-http", "", "-log-level", "warn"}
+	if r.cfg.RxDriftDBm > 0 {
+		// Two ticks an interval: every cycle's readings see at least one.
+		// Bursts follow each other as soon as a cycle is committed: a tick
+		// every 5 s then (a cycle of a large fleet takes a minute or more).
+		tick := r.cfg.Interval / 2
+		if r.cfg.BurstEveryCycle {
+			tick = min(tick, 5*time.Second)
+		}
+		args = append(args, "-life-interval", tick.String(), "-life-rx-drift", strconv.FormatFloat(r.cfg.RxDriftDBm, 'f', -1, 64))
+	}
+	p, err := startProc("oltsim", bin, r.tmp, env, args...)
 	if err != nil {
 		return err
 	}

@@ -35,13 +35,16 @@ type Result struct {
 	FirstRunSpreadSeconds float64 `json:"first_run_spread_seconds"`
 	// BurstEveryCycle: every cycle fell due together (the jobs disabled
 	// and enabled between cycles), so steady cycles measure capacity.
-	BurstEveryCycle     bool   `json:"burst_every_cycle,omitempty"`
-	Pollers             int    `json:"pollers"`
-	Workers             int    `json:"workers_per_poller"`
-	MaxRepetitions      int    `json:"max_repetitions"`
-	Projectors          int    `json:"projectors"`
-	ProjectorPartitions int    `json:"projector_partitions"`
-	Postgres            string `json:"postgres"`
+	BurstEveryCycle bool `json:"burst_every_cycle,omitempty"`
+	// RxDriftDBm: the simulator moved every ONU's Rx by up to this much
+	// twice an interval (changes-heavy cycles); 0: quiet cycles.
+	RxDriftDBm          float64 `json:"rx_drift_dbm,omitempty"`
+	Pollers             int     `json:"pollers"`
+	Workers             int     `json:"workers_per_poller"`
+	MaxRepetitions      int     `json:"max_repetitions"`
+	Projectors          int     `json:"projectors"`
+	ProjectorPartitions int     `json:"projector_partitions"`
+	Postgres            string  `json:"postgres"`
 	// Incomplete says why fewer cycles than asked were measured.
 	Incomplete string `json:"incomplete,omitempty"`
 
@@ -59,7 +62,11 @@ type Result struct {
 	PostgresBytesPerONU       float64 `json:"postgres_onu_data_bytes_per_onu"`
 	PostgresDatabaseBytes     int64   `json:"postgres_database_bytes"`
 	ONUs                      int64   `json:"onus_in_onu_data"`
-	VarbindsPerCPUSecond      float64 `json:"varbinds_per_cpu_second"`
+	// HistoryRows is onu_history's rows at the end: one per field of an
+	// ONU's first reading, then one per changed field per reading (the
+	// changes-heavy cycles' cost in rows).
+	HistoryRows          int64   `json:"onu_history_rows"`
+	VarbindsPerCPUSecond float64 `json:"varbinds_per_cpu_second"`
 	// SteadyVarbindsPerCPUSecond: cycles 2..K's varbinds over the CPU
 	// every process but the simulator used in their busy time (0: one
 	// cycle). 100k varbinds/s on 2 cores needs 50k.
@@ -251,6 +258,9 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 	if res.ONUs > 0 {
 		res.PostgresBytesPerONU = float64(relBytes) / float64(res.ONUs)
 	}
+	if err := m.r.db.QueryRow(ctx, `SELECT count(*) FROM onu_history`).Scan(&res.HistoryRows); err != nil {
+		return fmt.Errorf("onu_history rows: %w", err)
+	}
 
 	var steadyVarbinds int64
 	for _, c := range res.PerCycle {
@@ -369,6 +379,9 @@ func (r *Result) WriteTable(w io.Writer) {
 	if r.FirstRunSpreadSeconds > 0 {
 		spread = "first runs spread over " + time.Duration(r.FirstRunSpreadSeconds*float64(time.Second)).String()
 	}
+	if r.RxDriftDBm > 0 {
+		spread += fmt.Sprintf("; changes-heavy: every ONU's Rx drifts up to %g dB twice an interval", r.RxDriftDBm)
+	}
 	fmt.Fprintf(tw, "facho bench: %d OLTs x %d ONUs (%s), %d cycles every %s (%s), %d pollers x %d workers, %d projectors (%d partitions), max-repetitions %d, %d CPUs\n",
 		r.OLTs, r.ONUsPerOLT, r.Shape, r.Cycles, time.Duration(r.IntervalSeconds*float64(time.Second)), spread, r.Pollers, r.Workers, r.Projectors, r.ProjectorPartitions, r.MaxRepetitions, r.CPUs)
 	if r.Incomplete != "" {
@@ -382,6 +395,9 @@ func (r *Result) WriteTable(w io.Writer) {
 	fmt.Fprintf(tw, "lag published -> committed p99\t%.2f s\n", r.LagP99Seconds)
 	fmt.Fprintf(tw, "stream bytes per varbind (JetStream's count / on disk)\t%.1f / %.1f\n", r.StreamBytesPerVarbind, r.StreamDiskBytesPerVarbind)
 	fmt.Fprintf(tw, "onu_data bytes per ONU (%d ONUs; table, indexes, dead rows)\t%.0f\n", r.ONUs, r.PostgresBytesPerONU)
+	if r.ONUs > 0 {
+		fmt.Fprintf(tw, "Postgres database bytes per ONU (every table) / onu_history rows per ONU\t%.0f / %.1f\n", float64(r.PostgresDatabaseBytes)/float64(r.ONUs), float64(r.HistoryRows)/float64(r.ONUs))
+	}
 	fmt.Fprintf(tw, "varbinds per CPU-second (services, NATS, Postgres)\t%.0f\n", r.VarbindsPerCPUSecond)
 	if r.SteadyVarbindsPerCPUSecond > 0 {
 		fmt.Fprintf(tw, "  the same in the busy time of cycles 2..%d (no first-cycle inserts, no idle)\t%.0f\n", r.Cycles, r.SteadyVarbindsPerCPUSecond)
