@@ -1,0 +1,132 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// loadDocument loads the server's OpenAPI document with kin-openapi and
+// validates it against the OpenAPI 3.0 rules.
+func loadDocument(t *testing.T, s *server) *openapi3.T {
+	t.Helper()
+	raw, err := json.Marshal(s.openAPIDocument())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	if err != nil {
+		t.Fatalf("load the document: %v", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("the document is not valid OpenAPI 3.0: %v", err)
+	}
+	return doc
+}
+
+// Every JSON operation declares the schema of its success body as an
+// object or array with its members (never a bare {"type":"object"}), its
+// errors, and /metrics and the SSE stream their own media types.
+func TestOpenAPIDocumentDeclaresEveryBody(t *testing.T) {
+	r := newRig(t)
+	doc := loadDocument(t, r.s)
+	ops := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops++
+			name := method + " " + path
+			var success *openapi3.Response
+			for code, ref := range op.Responses.Map() {
+				if code[0] == '2' {
+					success = ref.Value
+				}
+			}
+			if success == nil {
+				t.Errorf("%s: no success response", name)
+				continue
+			}
+			switch path {
+			case "/metrics":
+				if success.Content.Get("text/plain") == nil {
+					t.Errorf("%s: not text/plain", name)
+				}
+				continue
+			case "/api/v1/events/stream":
+				if success.Content.Get("text/event-stream") == nil {
+					t.Errorf("%s: not text/event-stream", name)
+				}
+				continue
+			}
+			mt := success.Content.Get("application/json")
+			if mt == nil || mt.Schema == nil {
+				t.Errorf("%s: no JSON schema of the success body", name)
+				continue
+			}
+			if sch := mt.Schema.Value; len(sch.Properties) == 0 && len(sch.OneOf) == 0 && sch.AdditionalProperties.Schema == nil {
+				t.Errorf("%s: the success body declares no member", name)
+			}
+			if path != "/healthz" {
+				for _, code := range []string{"401", "403"} {
+					if op.Responses.Value(code) == nil {
+						t.Errorf("%s: %s undocumented", name, code)
+					}
+				}
+			}
+			if op.RequestBody != nil && op.Responses.Value("400") == nil {
+				t.Errorf("%s: takes a body, 400 undocumented", name)
+			}
+			if strings.Contains(path, "{") && op.Responses.Value("404") == nil {
+				t.Errorf("%s: has a path parameter, 404 undocumented", name)
+			}
+		}
+	}
+	if ops < 80 {
+		t.Errorf("only %d operations", ops)
+	}
+	create := doc.Paths.Find("/api/v1/olts").Post
+	for _, code := range []string{"201", "409", "422"} {
+		if create.Responses.Value(code) == nil {
+			t.Errorf("POST /api/v1/olts: %s undocumented", code)
+		}
+	}
+}
+
+// The request schemas accept the documents' own examples (creating an
+// OLT by profile or by detection, a brand, a silence) and refuse an
+// unknown member, as the handlers do.
+func TestOpenAPIRequestSchemasAcceptTheDocsExamples(t *testing.T) {
+	r := newRig(t)
+	doc := loadDocument(t, r.s)
+	body := func(path, method string) *openapi3.Schema {
+		op := doc.Paths.Find(path).GetOperation(method)
+		return op.RequestBody.Value.Content.Get("application/json").Schema.Value
+	}
+	for _, tc := range []struct {
+		path, method, body string
+		ok                 bool
+	}{
+		{"/api/v1/olts", http.MethodPost, `{"id":"olt-core-1","name":"Core 1","ip":"192.0.2.10","port":161,"community":"YOUR-COMMUNITY","profile":"huawei-ma5800"}`, true},
+		{"/api/v1/olts", http.MethodPost, `{"id":"olt-9","name":"OLT 9","ip":"127.0.0.1","port":16101,"community":"public","brand_id":"auto"}`, true},
+		{"/api/v1/olts", http.MethodPost, `{"id":"olt-9","name":"OLT 9","ip":"127.0.0.1","snmp":{"max_repetitions":20}}`, true},
+		{"/api/v1/olts", http.MethodPost, `{"id":"olt-9","colour":"red"}`, false},
+		{"/api/v1/olts", http.MethodPost, `{"id":"olt-9","port":"161"}`, false},
+		{"/api/v1/olts/{id}", http.MethodPatch, `{"enabled":false}`, true},
+		{"/api/v1/brands", http.MethodPost, brandExample, true},
+		{"/api/v1/silences", http.MethodPost, `{"olt_id":"olt-a","duration":"2h","comment":"maintenance"}`, true},
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(tc.body), &v); err != nil {
+			t.Fatal(err)
+		}
+		err := body(tc.path, tc.method).VisitJSON(v)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %s %s: valid=%v, want %v (%v)", tc.method, tc.path, tc.body, err == nil, tc.ok, err)
+		}
+	}
+}
+
+const brandExample = `{"id":"huawei","name":"Huawei","index_scheme":"pon.onu"}`
