@@ -171,7 +171,7 @@ func routeDocs() map[string]routeDoc {
 		"POST /api/v1/users":                           {Summary: "Create a user (409 when the username exists)", Tag: "users", Resp: auth.User{}, Body: userRequest{}, Status: 201},
 		"GET /api/v1/users/{id}":                       {Summary: "Get a user", Tag: "users", Resp: auth.User{}, Role: auth.Admin},
 		"PATCH /api/v1/users/{id}":                     {Summary: "Change a user's role, password or disabled flag", Tag: "users", Resp: auth.User{}, Errors: []int{http.StatusConflict}, Body: userRequest{}},
-		"DELETE /api/v1/users/{id}":                    {Summary: "Delete a user with their sessions and tokens", Tag: "users", Resp: userDeleted{}, Errors: []int{http.StatusConflict}},
+		"DELETE /api/v1/users/{id}":                    {Summary: "Delete a user with their sessions and tokens", Tag: "users", Status: 202, Resp: userDeleted{}, Errors: []int{http.StatusConflict}},
 		"GET /api/v1/tokens":                           {Summary: "List my API tokens (an admin's: everyone's)", Tag: "tokens", Resp: tokenList{}},
 		"POST /api/v1/tokens":                          {Summary: "Create an API token for me; its secret is shown once", Tag: "tokens", Resp: tokenCreated{}, Role: auth.Viewer, Body: tokenRequest{}, Status: 201},
 		"DELETE /api/v1/tokens/{id}":                   {Summary: "Revoke an API token (mine; an admin: anyone's)", Tag: "tokens", Resp: revoked{}, Role: auth.Viewer, Status: 202},

@@ -130,3 +130,36 @@ func TestOpenAPIRequestSchemasAcceptTheDocsExamples(t *testing.T) {
 }
 
 const brandExample = `{"id":"huawei","name":"Huawei","index_scheme":"pon.onu"}`
+
+// A response schema refuses what a handler must not answer: a member it
+// does not declare, a member of another type, a required member missing.
+func TestOpenAPIResponseSchemasAreStrict(t *testing.T) {
+	r := newRig(t)
+	doc := loadDocument(t, r.s)
+	sch := doc.Paths.Find("/api/v1/olts/{id}").Get.Responses.Value("200").Value.Content.Get("application/json").Schema.Value
+	good, err := json.Marshal(oltDetail{oltView: oltView{ID: "olt-a", Name: "A", IP: "192.0.2.1", Port: 161, BrandID: "huawei", Enabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(m map[string]any)
+		ok     bool
+	}{
+		{"as encoded", func(map[string]any) {}, true},
+		{"an undeclared member", func(m map[string]any) { m["community"] = "public" }, false},
+		{"a number as a string", func(m map[string]any) { m["port"] = "161" }, false},
+		{"a required member missing", func(m map[string]any) { delete(m, "brand_id") }, false},
+		{"null where not nullable", func(m map[string]any) { m["name"] = nil }, false},
+		{"null where nullable", func(m map[string]any) { m["availability"] = nil }, true},
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		tc.change(m)
+		if err := sch.VisitJSON(m); (err == nil) != tc.ok {
+			t.Errorf("%s: valid=%v, want %v (%v)", tc.name, err == nil, tc.ok, err)
+		}
+	}
+}

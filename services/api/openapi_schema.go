@@ -223,6 +223,9 @@ func (g *schemaGen) members(t reflect.Type, depth int, props map[string]any, req
 		} else {
 			s = g.of(ft, depth+1)
 		}
+		if d, ok := strings.CutPrefix(f.Tag.Get("jsonschema"), "description="); ok {
+			s["description"] = d
+		}
 		props[name] = s
 		if !omit && !g.request {
 			*required = append(*required, name)
