@@ -209,6 +209,9 @@ var pathParamRE = regexp.MustCompile(`\{([a-z_]+)(\.\.\.)?\}`)
 func (s *server) openAPIDocument() map[string]any {
 	docs := routeDocs()
 	paths := map[string]map[string]any{}
+	// gen describes the responses' named types once, in components.
+	gen := &schemaGen{}
+	errSchema := gen.response(errorBody{})
 	for _, pattern := range s.mux.patterns {
 		method, path, ok := strings.Cut(pattern, " ")
 		if !ok {
@@ -239,7 +242,7 @@ func (s *server) openAPIDocument() map[string]any {
 			req := &schemaGen{request: true}
 			op["requestBody"] = map[string]any{"required": !d.OptionalBody, "content": map[string]any{"application/json": map[string]any{"schema": req.response(d.Body)}}}
 		}
-		op["responses"] = d.responses(method, path, pattern)
+		op["responses"] = d.responses(method, path, gen)
 		if !d.Public {
 			op["x-role"] = string(routeRole(pattern))
 		} else {
@@ -251,7 +254,7 @@ func (s *server) openAPIDocument() map[string]any {
 		paths[oaPath][strings.ToLower(method)] = op
 	}
 	errResp := func(what string) map[string]any {
-		return map[string]any{"description": what, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}}
+		return map[string]any{"description": what, "content": map[string]any{"application/json": map[string]any{"schema": errSchema}}}
 	}
 	responses := map[string]any{}
 	for code, what := range errorStatuses() {
@@ -270,7 +273,7 @@ func (s *server) openAPIDocument() map[string]any {
 				"bearer":  map[string]any{"type": "http", "scheme": "bearer"},
 				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie, "description": "console session; unsafe methods also need the X-CSRF-Token header"},
 			},
-			"schemas":   map[string]any{"Error": (&schemaGen{}).response(errorBody{})},
+			"schemas":   gen.components,
 			"responses": responses,
 		},
 		"security": []any{map[string]any{"bearer": []any{}}, map[string]any{"session": []any{}}},
@@ -300,7 +303,7 @@ func errorRef(code int) string {
 
 // responses are the operation's answers: the success with its schema, and
 // every error status the route can answer.
-func (d routeDoc) responses(method, path, pattern string) map[string]any {
+func (d routeDoc) responses(method, path string, gen *schemaGen) map[string]any {
 	status := d.Status
 	if status == 0 {
 		status = http.StatusOK
@@ -310,7 +313,7 @@ func (d routeDoc) responses(method, path, pattern string) map[string]any {
 	case d.Content != "":
 		success["content"] = map[string]any{d.Content: map[string]any{"schema": map[string]any{"type": "string"}}}
 	case d.Resp != nil:
-		success["content"] = map[string]any{"application/json": map[string]any{"schema": (&schemaGen{}).response(d.Resp)}}
+		success["content"] = map[string]any{"application/json": map[string]any{"schema": gen.response(d.Resp)}}
 	}
 	resp := map[string]any{itoa(status): success}
 	codes := append([]int(nil), d.Errors...)
@@ -337,7 +340,7 @@ func (d routeDoc) responses(method, path, pattern string) map[string]any {
 	}
 	for code, v := range d.Other {
 		resp[itoa(code)] = map[string]any{"description": http.StatusText(code),
-			"content": map[string]any{"application/json": map[string]any{"schema": (&schemaGen{}).response(v)}}}
+			"content": map[string]any{"application/json": map[string]any{"schema": gen.response(v)}}}
 	}
 	return resp
 }

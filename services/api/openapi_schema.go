@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -52,6 +53,22 @@ func list(key string, row any, extra ...any) listOf {
 }
 
 func (l listOf) schema(g *schemaGen) map[string]any {
+	if !g.request {
+		// A named component: <row type>Page.
+		rt := reflect.TypeOf(l.row)
+		name := g.componentName(rt) + "Page"
+		if g.components == nil {
+			g.components = map[string]any{}
+		}
+		if _, done := g.components[name]; !done {
+			g.components[name] = l.inline(g)
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	}
+	return l.inline(g)
+}
+
+func (l listOf) inline(g *schemaGen) map[string]any {
 	props := map[string]any{
 		"count":  map[string]any{"type": "integer", "description": "rows in this page"},
 		"total":  map[string]any{"type": "integer", "description": "rows matching the filters, all pages"},
@@ -61,7 +78,7 @@ func (l listOf) schema(g *schemaGen) map[string]any {
 	}
 	required := []string{"count", "total", "limit", "offset", l.key}
 	if l.extra != nil {
-		ex := g.of(reflect.TypeOf(l.extra), 0)
+		ex := g.object(reflect.TypeOf(l.extra), 0)
 		for k, v := range ex["properties"].(map[string]any) {
 			props[k] = v
 		}
@@ -86,10 +103,71 @@ func (o either) schema(g *schemaGen) map[string]any {
 
 // schemaGen reflects Go types into OpenAPI 3.0 schemas.
 type schemaGen struct {
-	// request: no member is required (request bodies).
+	// request: no member is required (request bodies), and every schema
+	// is inline.
 	request bool
 	// stack holds the struct types being described (recursion guard).
 	stack []reflect.Type
+	// components are the named struct types of responses, each once
+	// (components/schemas); names maps a type to its name there.
+	components map[string]any
+	names      map[reflect.Type]string
+}
+
+// componentName is the name of a named struct type in components/schemas:
+// its Go name with a capital, prefixed by its package's when another type
+// took the name.
+func (g *schemaGen) componentName(t reflect.Type) string {
+	if n, ok := g.names[t]; ok {
+		return n
+	}
+	clean := func(s string) string {
+		var b strings.Builder
+		up := true
+		for _, r := range s {
+			switch {
+			case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+				if up && r >= 'a' && r <= 'z' {
+					r -= 'a' - 'A'
+				}
+				b.WriteRune(r)
+				up = false
+			default:
+				up = true
+			}
+		}
+		return b.String()
+	}
+	name := clean(t.Name())
+	if _, taken := g.components[name]; taken {
+		pkg := t.PkgPath()
+		name = clean(pkg[strings.LastIndex(pkg, "/")+1:]) + name
+	}
+	for i := 2; ; i++ {
+		if _, taken := g.components[name]; !taken {
+			break
+		}
+		name = clean(t.Name()) + strconv.Itoa(i)
+	}
+	if g.names == nil {
+		g.names = map[reflect.Type]string{}
+	}
+	g.names[t] = name
+	return name
+}
+
+// ref describes the named struct type t once in components and answers a
+// reference to it.
+func (g *schemaGen) ref(t reflect.Type, depth int) map[string]any {
+	if g.components == nil {
+		g.components = map[string]any{}
+	}
+	name := g.componentName(t)
+	if _, done := g.components[name]; !done {
+		g.components[name] = anyValue() // taken, for a recursive type
+		g.components[name] = g.object(t, depth)
+	}
+	return map[string]any{"$ref": "#/components/schemas/" + name}
 }
 
 // response is the schema of a response value: a schemaer, or the
@@ -132,7 +210,12 @@ func (g *schemaGen) of(t reflect.Type, depth int) map[string]any {
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		s := g.of(t.Elem(), depth+1)
+		var s map[string]any
+		if e := t.Elem(); e.Kind() == reflect.Struct && e != timeType {
+			s = g.object(e, depth+1) // inline: a reference cannot be nullable
+		} else {
+			s = g.of(e, depth+1)
+		}
 		s["nullable"] = true
 		return s
 	case reflect.Bool:
@@ -155,7 +238,10 @@ func (g *schemaGen) of(t reflect.Type, depth int) map[string]any {
 	case reflect.Map:
 		return map[string]any{"type": "object", "additionalProperties": g.of(t.Elem(), depth+1), "nullable": true}
 	case reflect.Struct:
-		return g.object(t, depth)
+		if g.request || t.Name() == "" {
+			return g.object(t, depth)
+		}
+		return g.ref(t, depth)
 	}
 	return anyValue() // interfaces, and kinds encoding/json refuses
 }
