@@ -42,7 +42,7 @@ type routeDoc struct {
 	// Errors are the error statuses beyond those derived from the route
 	// (401, 403, 429 when authenticated; 400 with a body or query; 413
 	// with a body; 404 with a path parameter; 409 for a create; 503 for
-	// every authenticated JSON route).
+	// every authenticated route).
 	Errors []int
 	// Other answers other statuses with a body of their own type
 	// (/healthz's 503).
@@ -318,10 +318,8 @@ func (d routeDoc) responses(method, path string, gen *schemaGen) map[string]any 
 	resp := map[string]any{itoa(status): success}
 	codes := append([]int(nil), d.Errors...)
 	if !d.Public {
-		codes = append(codes, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests)
-		if d.Content == "" || d.Content == "text/event-stream" {
-			codes = append(codes, http.StatusServiceUnavailable)
-		}
+		// 503 also from authentication (the user database down).
+		codes = append(codes, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable)
 	}
 	if d.Body != nil {
 		codes = append(codes, http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusInternalServerError)
