@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
 // loadDocument loads the server's OpenAPI document with kin-openapi and
@@ -161,5 +166,72 @@ func TestOpenAPIResponseSchemasAreStrict(t *testing.T) {
 		if err := sch.VisitJSON(m); (err == nil) != tc.ok {
 			t.Errorf("%s: valid=%v, want %v (%v)", tc.name, err == nil, tc.ok, err)
 		}
+	}
+}
+
+// curlRE finds a curl command of the documentation (continuation lines
+// joined) that calls the API; bodyRE its -d '...' body, methodRE its -X.
+var (
+	curlRE   = regexp.MustCompile(`curl [^\n]*http://127\.0\.0\.1:8080(/api/[^\s'"]*)`)
+	bodyRE   = regexp.MustCompile(`(?:-d|--data|--data-raw) '([^']*)'`)
+	methodRE = regexp.MustCompile(`-X ([A-Z]+)`)
+)
+
+// Every curl command of README.md and docs/*.md that calls the API sends a
+// request the document accepts: an operation of its path and method, its
+// query parameters and its body (the create-OLT-by-profile example among
+// them).
+func TestOpenAPIAcceptsTheDocsCurlCommands(t *testing.T) {
+	r := newRig(t)
+	doc := loadDocument(t, r.s)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "..", "README.md"))
+	seen := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(raw), "\\\n", " ")
+		for _, m := range curlRE.FindAllStringSubmatch(text, -1) {
+			cmd, path := m[0], m[1]
+			method := http.MethodGet
+			var body string
+			if b := bodyRE.FindStringSubmatch(cmd); b != nil {
+				method, body = http.MethodPost, b[1]
+			}
+			if x := methodRE.FindStringSubmatch(cmd); x != nil {
+				method = x[1]
+			}
+			req, err := http.NewRequest(method, "http://127.0.0.1:8080"+path, strings.NewReader(body))
+			if err != nil {
+				t.Errorf("%s: %s: %v", f, cmd, err)
+				continue
+			}
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			route, params, err := router.FindRoute(req)
+			if err != nil {
+				t.Errorf("%s: %s %s: no operation of the document: %v", f, method, path, err)
+				continue
+			}
+			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+			if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+				t.Errorf("%s: %s: the document refuses it: %v", f, cmd, err)
+			}
+			seen++
+		}
+	}
+	if seen < 3 {
+		t.Errorf("only %d curl commands of the API found in the documentation", seen)
 	}
 }
