@@ -383,6 +383,13 @@ func (s *server) apiDocs(w http.ResponseWriter, _ *http.Request) {
 		Params                           []map[string]any
 		Body                             string
 		Responses                        []string
+		// Answer is the success's schema: a component's name (Ref) or
+		// the schema itself; Media its media type.
+		Ref, Answer, Media string
+	}
+	pretty := func(v any) string {
+		b, _ := json.MarshalIndent(v, "", "  ")
+		return string(b)
 	}
 	var ops []op
 	for _, p := range keys {
@@ -398,15 +405,35 @@ func (s *server) apiDocs(w http.ResponseWriter, _ *http.Request) {
 				b, _ := json.MarshalIndent(rb["content"].(map[string]any)["application/json"].(map[string]any)["schema"], "", "  ")
 				x.Body = string(b)
 			}
-			for code := range o["responses"].(map[string]any) {
+			for code, r := range o["responses"].(map[string]any) {
 				x.Responses = append(x.Responses, code)
+				content, _ := r.(map[string]any)["content"].(map[string]any)
+				if code[0] != '2' || content == nil {
+					continue
+				}
+				for media, mt := range content {
+					x.Media = media
+					sch := mt.(map[string]any)["schema"]
+					if ref, ok := sch.(map[string]any)["$ref"].(string); ok {
+						x.Ref = strings.TrimPrefix(ref, "#/components/schemas/")
+					} else if media == "application/json" {
+						x.Answer = pretty(sch)
+					}
+				}
 			}
 			sort.Strings(x.Responses)
 			ops = append(ops, x)
 		}
 	}
+	type schema struct{ Name, JSON string }
+	var schemas []schema
+	comps := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for name, sch := range comps {
+		schemas = append(schemas, schema{name, pretty(sch)})
+	}
+	sort.Slice(schemas, func(i, j int) bool { return schemas[i].Name < schemas[j].Name })
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = s.docsTmpl.Execute(w, map[string]any{"Ops": ops, "Info": doc["info"]})
+	_ = s.docsTmpl.Execute(w, map[string]any{"Ops": ops, "Info": doc["info"], "Schemas": schemas})
 }
 
 // apiDocsHTML renders the operations of the OpenAPI document.
@@ -430,5 +457,9 @@ td,th{border-bottom:1px solid #eee;padding:3px 8px;text-align:left;font-size:13p
 {{range .Ops}}<details id="{{.Method}}-{{.Path}}"><summary><span class="m {{.Method}}">{{.Method}}</span><code>{{.Path}}</code> {{.Summary}}<span class="role">{{.Tag}}{{if .Role}} · role {{.Role}}{{else}} · public{{end}}</span></summary>
 {{if .Params}}<table><tr><th>parameter</th><th>in</th><th>type</th><th></th></tr>{{range .Params}}<tr><td><code>{{index . "name"}}</code></td><td>{{index . "in"}}</td><td>{{index (index . "schema") "type"}}</td><td>{{index . "description"}}</td></tr>{{end}}</table>{{end}}
 {{if .Body}}<div class="body">Request body (JSON):</div><pre>{{.Body}}</pre>{{end}}
-<div class="body">Responses: {{range .Responses}}<code>{{.}}</code> {{end}}</div></details>
+{{if .Ref}}<div class="body">Answer ({{.Media}}): <a href="#schema-{{.Ref}}"><code>{{.Ref}}</code></a></div>{{else if .Answer}}<div class="body">Answer ({{.Media}}):</div><pre>{{.Answer}}</pre>{{else if .Media}}<div class="body">Answer: <code>{{.Media}}</code></div>{{end}}
+<div class="body">Responses: {{range .Responses}}<code>{{.}}</code> {{end}}(errors: <a href="#schema-ErrorBody"><code>ErrorBody</code></a>)</div></details>
+{{end}}
+<h2>Schemas</h2>
+{{range .Schemas}}<details id="schema-{{.Name}}"><summary><code>{{.Name}}</code></summary><pre>{{.JSON}}</pre></details>
 {{end}}</main></body></html>`
