@@ -68,13 +68,13 @@ func TestOpenAPIDocumentDeclaresEveryBody(t *testing.T) {
 			}
 			mt := success.Content.Get("application/json")
 			if mt == nil || mt.Schema == nil {
-				t.Errorf("%s: no JSON schema of the success body", name)
+				t.Errorf("%s: no JSON schema of the success body: give its routeDocs entry Resp (CONTRIBUTING.md, A new API route)", name)
 				continue
 			}
 			if sch := mt.Schema.Value; len(sch.Properties) == 0 && len(sch.OneOf) == 0 && sch.AdditionalProperties.Schema == nil {
 				t.Errorf("%s: the success body declares no member", name)
 			}
-			if path != "/healthz" {
+			if _, authenticated := op.Extensions["x-role"]; authenticated {
 				for _, code := range []string{"401", "403"} {
 					if op.Responses.Value(code) == nil {
 						t.Errorf("%s: %s undocumented", name, code)
