@@ -181,6 +181,11 @@ func TestRunnableDocCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds facho and runs facho dev")
 	}
+	for _, tool := range []string{"bash", "curl", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the documentation's commands need %s: %v", tool, err)
+		}
+	}
 	root := repoRoot(t)
 	blocks := runnableBlocks(t, root)
 	if len(blocks) == 0 {
