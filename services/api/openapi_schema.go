@@ -143,7 +143,7 @@ func (g *schemaGen) componentName(t reflect.Type) string {
 		pkg := t.PkgPath()
 		name = clean(pkg[strings.LastIndex(pkg, "/")+1:]) + name
 	}
-	for i := 2; ; i++ {
+	for i := 2; i < 10000; i++ { // bounded: fewer components than that
 		if _, taken := g.components[name]; !taken {
 			break
 		}
