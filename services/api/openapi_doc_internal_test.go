@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -233,5 +234,101 @@ func TestOpenAPIAcceptsTheDocsCurlCommands(t *testing.T) {
 	}
 	if seen < 3 {
 		t.Errorf("only %d curl commands of the API found in the documentation", seen)
+	}
+}
+
+type schemaInner struct {
+	N int `json:"n"`
+}
+
+type schemaNode struct {
+	Name string      `json:"name"`
+	Next *schemaNode `json:"next"`
+}
+
+type schemaSample struct {
+	schemaInner
+	S      string            `json:"s"`
+	Opt    string            `json:"opt,omitempty"`
+	Ptr    *float64          `json:"ptr"`
+	When   time.Time         `json:"when"`
+	Raw    json.RawMessage   `json:"raw"`
+	List   []string          `json:"list"`
+	Map    map[string]int    `json:"map"`
+	Quoted int64             `json:"quoted,string"`
+	Skip   string            `json:"-"`
+	Inner  schemaInner       `json:"inner"`
+	Node   schemaNode        `json:"node"`
+	hidden string            // unexported: not a member
+	Any    any               `json:"any"`
+	Dur    time.Duration     `json:"dur"`
+	Sets   map[string][]bool `json:"sets"`
+}
+
+// The reflection describes each JSON member as encoding/json writes it.
+func TestSchemaReflection(t *testing.T) {
+	g := &schemaGen{}
+	ref := g.response(schemaSample{})
+	if ref["$ref"] != "#/components/schemas/SchemaSample" {
+		t.Fatalf("a named struct is not a component: %v", ref)
+	}
+	s := g.components["SchemaSample"].(map[string]any)
+	props := s["properties"].(map[string]any)
+	prop := func(name string) map[string]any { p, _ := props[name].(map[string]any); return p }
+	for _, tc := range []struct {
+		name, key string
+		want      any
+	}{
+		{"embedded member inlined", "n", "integer"},
+		{"string", "s", "string"},
+		{"pointer", "ptr", "number"},
+		{"time", "when", "string"},
+		{"slice", "list", "array"},
+		{"map", "map", "object"},
+		{"quoted number", "quoted", "string"},
+		{"duration", "dur", "integer"},
+	} {
+		if got := prop(tc.key)["type"]; got != tc.want {
+			t.Errorf("%s: %s type %v, want %v", tc.name, tc.key, got, tc.want)
+		}
+	}
+	for _, key := range []string{"ptr", "list", "map", "raw", "any"} {
+		if prop(key)["nullable"] != true {
+			t.Errorf("%s: not nullable", key)
+		}
+	}
+	for _, key := range []string{"s", "when", "n", "quoted"} {
+		if prop(key)["nullable"] == true {
+			t.Errorf("%s: nullable", key)
+		}
+	}
+	if prop("when")["format"] != "date-time" {
+		t.Errorf("time: %v", prop("when"))
+	}
+	for _, key := range []string{"-", "Skip", "hidden", "schemaInner"} {
+		if _, ok := props[key]; ok {
+			t.Errorf("%s is a member", key)
+		}
+	}
+	req := s["required"].([]string)
+	if contains(req, "opt") || !contains(req, "s") || !contains(req, "ptr") || !contains(req, "n") {
+		t.Errorf("required %v: omitempty members are optional, the others required", req)
+	}
+	if s["additionalProperties"] != false {
+		t.Error("an object allows undeclared members")
+	}
+	if prop("inner")["$ref"] != "#/components/schemas/SchemaInner" {
+		t.Errorf("a named struct member is not a reference: %v", prop("inner"))
+	}
+	// A recursive type ends: the pointer to itself is inline, then any
+	// value.
+	node := g.components["SchemaNode"].(map[string]any)["properties"].(map[string]any)["next"].(map[string]any)
+	if node["nullable"] != true {
+		t.Errorf("recursive member %v", node)
+	}
+	// Request bodies: nothing required, everything inline.
+	rs := (&schemaGen{request: true}).response(schemaSample{})
+	if _, ok := rs["required"]; ok || rs["type"] != "object" {
+		t.Errorf("request schema %v", rs)
 	}
 }
