@@ -260,7 +260,7 @@ func (s *server) getIncident(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"incident": rows[0], "alerts": alerts})
+	writeJSON(w, http.StatusOK, incidentDetail{Incident: rows[0], Alerts: alerts})
 	return nil
 }
 
@@ -434,7 +434,7 @@ func (s *server) deleteSilence(w http.ResponseWriter, r *http.Request) *apiError
 	if aerr != nil {
 		return aerr
 	}
-	return s.accepted(w, r, streams.SubjectSilence(sil.ID), streams.SilenceDeleted{ID: sil.ID}, map[string]any{"id": sil.ID, "deleted": true})
+	return s.accepted(w, r, streams.SubjectSilence(sil.ID), streams.SilenceDeleted{ID: sil.ID}, deleted{ID: sil.ID, Deleted: true})
 }
 
 // ponRow is one PON of an OLT: its ONUs (from onu_data, removed ones
@@ -481,7 +481,7 @@ func (s *server) listPONs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"olt_id": olt, "count": len(rows), "pons": rows})
+	writeJSON(w, http.StatusOK, ponList{OLTID: olt, Count: len(rows), PONs: rows})
 	return nil
 }
 
@@ -495,18 +495,18 @@ func alertRouteDocs() map[string]routeDoc {
 		{"severity", "string", "info, warning or critical"},
 	}
 	return map[string]routeDoc{
-		"GET /api/v1/alerts": {Summary: "List alerts, active first, the most severe first: each with key, rule, severity, state, olt_id, pon, onu_id, serial, starts_at, ends_at, incident_id, id, summary, cause, value, unit, olt_name, description, inhibited, acked_at, acked_by", Tag: "alerts",
+		"GET /api/v1/alerts": {Summary: "List alerts, active first, the most severe first: each with key, rule, severity, state, olt_id, pon, onu_id, serial, starts_at, ends_at, incident_id, id, summary, cause, value, unit, olt_name, description, inhibited, acked_at, acked_by", Tag: "alerts", Resp: list("alerts", alertRow{}),
 			Query: page(filters...)},
-		"GET /api/v1/alerts/{id}": {Summary: "Get one alert (one firing: its id)", Tag: "alerts"},
-		"POST /api/v1/alerts/{id}/ack": {Summary: "Acknowledge a firing alert (optional body {\"comment\"}): publishes alert.acknowledged (Nats-Msg-Id ack:<id>); it is not notified again until it resolves and fires anew. 404 unknown, 409 resolved", Tag: "alerts",
+		"GET /api/v1/alerts/{id}": {Summary: "Get one alert (one firing: its id)", Tag: "alerts", Resp: alertRow{}},
+		"POST /api/v1/alerts/{id}/ack": {Summary: "Acknowledge a firing alert (optional body {\"comment\"}): publishes alert.acknowledged (Nats-Msg-Id ack:<id>); it is not notified again until it resolves and fires anew. 404 unknown, 409 resolved", Tag: "alerts", Resp: streams.AlertAcknowledged{}, OptionalBody: true, Errors: []int{http.StatusConflict},
 			Role: auth.Operator, Body: ackRequest{}, Status: http.StatusAccepted},
-		"GET /api/v1/incidents":      {Summary: "List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups", Tag: "alerts", Query: page(filters...)},
-		"GET /api/v1/incidents/{id}": {Summary: "Get an incident with the alerts it groups", Tag: "alerts"},
-		"GET /api/v1/silences": {Summary: "List silences with their state (active, pending, expired, deleted): by default active and pending, ending soonest first", Tag: "alerts",
+		"GET /api/v1/incidents":      {Summary: "List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups", Tag: "alerts", Resp: list("incidents", incidentRow{}), Query: page(filters...)},
+		"GET /api/v1/incidents/{id}": {Summary: "Get an incident with the alerts it groups", Tag: "alerts", Resp: incidentDetail{}},
+		"GET /api/v1/silences": {Summary: "List silences with their state (active, pending, expired, deleted): by default active and pending, ending soonest first", Tag: "alerts", Resp: list("silences", silenceRow{}),
 			Query: page(param{"state", "string", "active, pending, expired, deleted or all"}, param{"olt_id", "string", "only with this OLT matcher"}, param{"rule", "string", "only with this rule matcher"})},
-		"POST /api/v1/silences": {Summary: "Silence the alerts matching every given matcher (olt_id, pon, rule: at least one) from starts_at (default now) to ends_at or for duration (e.g. 2h): they are recorded, not notified", Tag: "alerts",
+		"POST /api/v1/silences": {Summary: "Silence the alerts matching every given matcher (olt_id, pon, rule: at least one) from starts_at (default now) to ends_at or for duration (e.g. 2h): they are recorded, not notified", Tag: "alerts", Resp: streams.SilenceUpserted{},
 			Role: auth.Operator, Body: silenceRequest{}, Status: http.StatusCreated},
-		"DELETE /api/v1/silences/{id}": {Summary: "End a silence now", Tag: "alerts", Role: auth.Operator, Status: http.StatusAccepted},
-		"GET /api/v1/olts/{id}/pons":   {Summary: "The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert", Tag: "olts"},
+		"DELETE /api/v1/silences/{id}": {Summary: "End a silence now", Tag: "alerts", Resp: deleted{}, Role: auth.Operator, Status: http.StatusAccepted},
+		"GET /api/v1/olts/{id}/pons":   {Summary: "The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert", Tag: "olts", Resp: ponList{}},
 	}
 }

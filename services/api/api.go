@@ -319,5 +319,5 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.natsCheck(ctx); err != nil {
 		checks["nats"], status = err.Error(), http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, map[string]any{"status": http.StatusText(status), "checks": checks})
+	writeJSON(w, status, health{Status: http.StatusText(status), Checks: checks})
 }

@@ -48,9 +48,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError answers {"error": ..., "field": ...}; field is present on 400s
 // ("" when the body as a whole is at fault).
 func writeError(w http.ResponseWriter, err *apiError) {
-	body := map[string]any{"error": err.Msg}
+	body := errorBody{Error: err.Msg}
 	if err.Status == http.StatusBadRequest {
-		body["field"] = err.Field
+		body.Field = &err.Field
 	}
 	writeJSON(w, err.Status, body)
 }

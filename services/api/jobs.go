@@ -172,7 +172,7 @@ func (s *server) deleteJob(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := s.publish(r, streams.SubjectJob(job.ID), streams.JobDeleted{ID: job.ID}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": job.ID, "deleted": true})
+	writeJSON(w, http.StatusAccepted, deleted{ID: job.ID, Deleted: true})
 	return nil
 }
 
@@ -241,7 +241,7 @@ func (s *server) unassign(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := s.publish(r, streams.SubjectAssignment(jobID, oltID), ev); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"job_id": jobID, "olt_id": oltID, "deleted": true})
+	writeJSON(w, http.StatusAccepted, assignmentDeleted{JobID: jobID, OLTID: oltID, Deleted: true})
 	return nil
 }
 

@@ -68,7 +68,7 @@ func (s *server) runNode(w http.ResponseWriter, r *http.Request) *apiError {
 		s.deps.Log.Warn().Err(err).Msg("publish manual run")
 		return unavailable("schedule stream")
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"execution_id": id, "node_id": nodeID, "job_id": job, "olt_id": olt, "requested_at": now})
+	writeJSON(w, http.StatusAccepted, runAccepted{ExecutionID: id, NodeID: nodeID, JobID: job, OLTID: olt, RequestedAt: now})
 	return nil
 }
 

@@ -31,7 +31,7 @@ func (s *server) listOLTNodes(w http.ResponseWriter, r *http.Request) *apiError 
 		s.deps.Log.Warn().Err(err).Msg("read schedule")
 		return unavailable("schedule")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"olt_id": id, "count": len(nodes), "nodes": nodes})
+	writeJSON(w, http.StatusOK, nodeList{OLTID: id, Count: len(nodes), Nodes: nodes})
 	return nil
 }
 

@@ -171,7 +171,7 @@ func (s *server) deleteOLT(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := s.publish(r, streams.SubjectOLT(id), streams.OLTDeleted{ID: id}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "deleted": true})
+	writeJSON(w, http.StatusAccepted, deleted{ID: id, Deleted: true})
 	return nil
 }
 

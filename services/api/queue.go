@@ -30,9 +30,6 @@ func (s *server) getQueue(w http.ResponseWriter, r *http.Request) *apiError {
 		s.deps.Log.Warn().Err(err).Msg("decode queue report")
 		return unavailable("queue report")
 	}
-	writeJSON(w, http.StatusOK, struct {
-		streams.QueueReport
-		AgeSeconds float64 `json:"age_seconds"`
-	}{rep, max(s.deps.Now().Sub(rep.GeneratedAt), 0).Seconds()})
+	writeJSON(w, http.StatusOK, queueAnswer{rep, max(s.deps.Now().Sub(rep.GeneratedAt), 0).Seconds()})
 	return nil
 }

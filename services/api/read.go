@@ -328,7 +328,7 @@ func (s *server) getExecution(w http.ResponseWriter, r *http.Request) *apiError 
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"execution": execs[0], "attempts": attempts, "onu_failures": failures})
+	writeJSON(w, http.StatusOK, executionDetail{Execution: execs[0], Attempts: attempts, ONUFailures: failures})
 	return nil
 }
 

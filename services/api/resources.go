@@ -147,7 +147,7 @@ func (s *server) deleteBrand(w http.ResponseWriter, r *http.Request) *apiError {
 		 UNION ALL SELECT 1 FROM snmp_jobs WHERE brand_id = $1 AND NOT deleted`, b.ID); err != nil {
 		return err
 	}
-	return s.accepted(w, r, streams.SubjectBrand(b.ID), streams.BrandDeleted{ID: b.ID}, map[string]any{"id": b.ID, "deleted": true})
+	return s.accepted(w, r, streams.SubjectBrand(b.ID), streams.BrandDeleted{ID: b.ID}, deleted{ID: b.ID, Deleted: true})
 }
 
 type oidRequest struct {
@@ -239,7 +239,7 @@ func (s *server) deleteOID(w http.ResponseWriter, r *http.Request) *apiError {
 		`SELECT 1 FROM snmp_jobs WHERE $1 = ANY(oid_ids) AND NOT deleted`, o.ID); err != nil {
 		return err
 	}
-	return s.accepted(w, r, streams.SubjectOID(o.ID), streams.OIDDeleted{ID: o.ID}, map[string]any{"id": o.ID, "deleted": true})
+	return s.accepted(w, r, streams.SubjectOID(o.ID), streams.OIDDeleted{ID: o.ID}, deleted{ID: o.ID, Deleted: true})
 }
 
 // checkBrand requires an existing brand id in field brand_id.

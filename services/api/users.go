@@ -30,7 +30,7 @@ func principal(r *http.Request) auth.Principal {
 
 func (s *server) me(w http.ResponseWriter, r *http.Request) *apiError {
 	p := principal(r)
-	writeJSON(w, http.StatusOK, map[string]any{"user_id": p.UserID, "username": p.Username, "role": p.Role, "via": p.Via})
+	writeJSON(w, http.StatusOK, whoAmI{UserID: p.UserID, Username: p.Username, Role: p.Role, Via: p.Via})
 	return nil
 }
 
@@ -57,7 +57,7 @@ func (s *server) listUsers(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.authError(err, "users")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(users), "total": len(users), "users": users})
+	writeJSON(w, http.StatusOK, userList{Count: len(users), Total: len(users), Users: users})
 	return nil
 }
 
@@ -173,7 +173,7 @@ func (s *server) deleteUser(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := s.users.DeleteUser(ctx, id); err != nil {
 		return s.authError(err, "user "+r.PathValue("id"))
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "deleted": true})
+	writeJSON(w, http.StatusAccepted, userDeleted{ID: id, Deleted: true})
 	return nil
 }
 
@@ -193,7 +193,7 @@ func (s *server) listTokens(w http.ResponseWriter, r *http.Request) *apiError {
 	if err != nil {
 		return s.authError(err, "tokens")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(toks), "total": len(toks), "tokens": toks})
+	writeJSON(w, http.StatusOK, tokenList{Count: len(toks), Total: len(toks), Tokens: toks})
 	return nil
 }
 
@@ -217,7 +217,7 @@ func (s *server) createToken(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	s.deps.Log.Info().Str("user", p.Username).Str("token_id", t.ID).Msg("api token created")
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, map[string]any{"token": t, "secret": secret})
+	writeJSON(w, http.StatusCreated, tokenCreated{Token: t, Secret: secret})
 	return nil
 }
 
@@ -228,6 +228,6 @@ func (s *server) revokeToken(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := s.users.RevokeToken(ctx, tokenOwner(principal(r)), id); err != nil {
 		return s.authError(err, "token "+id)
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "revoked": true})
+	writeJSON(w, http.StatusAccepted, revoked{ID: id, Revoked: true})
 	return nil
 }

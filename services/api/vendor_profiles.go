@@ -54,7 +54,7 @@ func (s *server) listVendorProfiles(w http.ResponseWriter, r *http.Request) *api
 		}
 		out = append(out, summarizeProfile(p))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"count": len(out), "profiles": out})
+	writeJSON(w, http.StatusOK, vendorProfileList{Count: len(out), Profiles: out})
 	return nil
 }
 

@@ -142,11 +142,8 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) *apiError
 		return s.readModelDown(err)
 	}
 	w.Header().Set("Location", "/api/v1/webhooks/"+v.ID)
-	body := map[string]any{"webhook": v}
-	if generated != "" {
-		body["secret"] = generated // shown this once
-	}
-	writeJSON(w, http.StatusCreated, body)
+	// A generated secret is shown this once.
+	writeJSON(w, http.StatusCreated, webhookCreated{Webhook: v, Secret: generated})
 	return nil
 }
 
@@ -255,7 +252,7 @@ func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) *apiError
 	if tag.RowsAffected() == 0 {
 		return notFound("no webhook %q", id)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+	writeJSON(w, http.StatusOK, deleted{ID: id, Deleted: true})
 	return nil
 }
 

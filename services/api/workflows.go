@@ -140,17 +140,19 @@ func (s *server) deleteWorkflow(w http.ResponseWriter, r *http.Request) *apiErro
 	if err := s.publish(r, streams.SubjectWorkflow(wf.ID), streams.WorkflowDeleted{ID: wf.ID}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": wf.ID, "deleted": true})
+	writeJSON(w, http.StatusAccepted, deleted{ID: wf.ID, Deleted: true})
 	return nil
+}
+
+// workflowRow is a workflow of the read model.
+type workflowRow struct {
+	streams.WorkflowUpserted
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // listWorkflows lists the workflows of the read model (q, sort, limit,
 // offset), optionally of one OLT or only enabled/disabled ones.
 func (s *server) listWorkflows(w http.ResponseWriter, r *http.Request) *apiError {
-	type workflow struct {
-		streams.WorkflowUpserted
-		UpdatedAt time.Time `json:"updated_at"`
-	}
 	olt, aerr := idParam(r, "olt_id")
 	if aerr != nil {
 		return aerr
@@ -169,7 +171,7 @@ func (s *server) listWorkflows(w http.ResponseWriter, r *http.Request) *apiError
 	if enabled != nil {
 		spec.filter("enabled = $?", *enabled)
 	}
-	out, pi, aerr := listPage[workflow](s, r, spec)
+	out, pi, aerr := listPage[workflowRow](s, r, spec)
 	if aerr != nil {
 		return aerr
 	}
