@@ -88,11 +88,11 @@ func (p Profile) EffectiveBounds(ceiling Bounds) Bounds {
 	return p.Bounds.Or(VendorBounds(p.ID)).Within(ceiling)
 }
 
-// Or fills b's zero fields from d.
+// Or fills b's zero (unset) fields from d.
 func (b Bounds) Or(d Bounds) Bounds {
 	pick := func(x, y int) int {
-		if x > 0 {
-			return x
+		if x != 0 {
+			return x // a negative one stays, for Validate to refuse
 		}
 		return y
 	}
@@ -104,7 +104,7 @@ func (b Bounds) Or(d Bounds) Bounds {
 		BytesPerExecution:    b.BytesPerExecution,
 		ValueBytes:           pick(b.ValueBytes, d.ValueBytes),
 	}
-	if out.BytesPerExecution <= 0 {
+	if out.BytesPerExecution == 0 {
 		out.BytesPerExecution = d.BytesPerExecution
 	}
 	return out
