@@ -90,6 +90,7 @@ type execBounds struct {
 	// node's scheme (its rows are ONUs).
 	rows    []int
 	primary []bool
+	colName []string
 	parser  *streams.IndexParser
 	// onuOf memoises a row index's ONU (ok false: unparsable); every
 	// column of a walk reads the same rows.
@@ -107,7 +108,13 @@ type onuMemo struct {
 
 func newExecBounds(lim profiles.Bounds, from string, node streams.NodeDue) *execBounds {
 	b := &execBounds{lim: lim, from: from, walk: node.Kind != streams.KindGet,
-		rows: make([]int, len(node.OIDs)), primary: make([]bool, len(node.OIDs))}
+		rows: make([]int, len(node.OIDs)), primary: make([]bool, len(node.OIDs)), colName: make([]string, len(node.OIDs))}
+	for i, c := range node.OIDs {
+		b.colName[i] = strings.Trim(c.OID, ".")
+		if c.ID != "" {
+			b.colName[i] = c.ID + " (" + b.colName[i] + ")"
+		}
+	}
 	if !b.walk {
 		return b
 	}
@@ -131,7 +138,7 @@ func (b *execBounds) admit(varbinds, pos int, index string) error {
 		return nil
 	}
 	if b.rows[pos] >= b.lim.RowsPerTable {
-		return boundFailure("rows_per_table", int64(b.lim.RowsPerTable), b.from, "column %d's table has more rows", pos)
+		return boundFailure("rows_per_table", int64(b.lim.RowsPerTable), b.from, "the table of column %s has more rows", b.colName[pos])
 	}
 	b.rows[pos]++
 	if b.parser == nil || !b.primary[pos] {
