@@ -148,9 +148,13 @@ func (b *execBounds) admit(varbinds, pos int, index string) error {
 	if !seen {
 		pi, err := b.parser.Parse(index)
 		m = onuMemo{key: onuKey{pi.PonIndex, pi.ONUID}, ok: err == nil}
-		// The index is a slice of a whole answer: cloned, so the memo
-		// does not keep the answer alive after its batch is published.
-		b.onuOf[strings.Clone(index)] = m
+		if len(b.onuOf) < 2*b.lim.ONUsPerOLT {
+			// The index is a slice of a whole answer: cloned, so the
+			// memo does not keep the answer alive after its batch is
+			// published. Bounded: past twice the ONUs an OLT may have
+			// (rows that are no new ONU), indexes are parsed again.
+			b.onuOf[strings.Clone(index)] = m
+		}
 	}
 	if !m.ok {
 		return nil // the projector counts it unplaced (bad_index)
