@@ -215,7 +215,10 @@ func hostileBounds() profiles.Bounds {
 // execution still succeeds with every ONU.
 func TestHostileAgents(t *testing.T) {
 	env := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, huaweiOLT("good", oltsim.Faults{}))
-	cfg := Config{PollerID: "p-hostile", SNMPTimeout: 300 * time.Millisecond, SNMPRetries: 1, PDURetries: 1, PDUBackoff: 10 * time.Millisecond,
+	// Timeouts generous enough for the well-behaved OLT on a loaded
+	// machine; the agents that never answer usefully fail after
+	// (1+2) x (1+1) x 1s.
+	cfg := Config{PollerID: "p-hostile", SNMPTimeout: time.Second, SNMPRetries: 1, PDURetries: 2, PDUBackoff: 10 * time.Millisecond,
 		Bounds: hostileBounds(), Classes: ClassLimits{Polling: ClassLimit{Concurrency: 12}}}
 	_, reg := env.startPoller(t, cfg)
 
