@@ -3,6 +3,8 @@ package poller
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -399,5 +401,46 @@ func checkTypesAsAnswered(t *testing.T, batches []streams.VarbindBatch) {
 	}
 	if n != 3*len(huaweiColumns) {
 		t.Errorf("%d values published, want %d", n, 3*len(huaweiColumns))
+	}
+}
+
+// A vendor profile's own bounds, from a profile of Config.ProfilesDir, are
+// the bounds of the nodes of its brand: an endless table of that brand
+// stops at the profile's onus_per_pon, lower than the poller's ceiling.
+func TestProfileBoundsFromProfilesDir(t *testing.T) {
+	dir := t.TempDir()
+	yaml := `id: tiny-olt
+name: Tiny OLT
+vendor: test
+index_scheme: pon.onu
+index:
+  parts:
+    - {name: pon, type: int}
+    - {name: onu, type: int}
+  pon_index: pon
+  onu_id: onu
+columns:
+  - {id: serial, name: serial, oid: ` + huaweiBase + `.43.1.3, field: serial, decoder: {kind: hex_serial}}
+jobs:
+  - {id: discovery, name: discovery, kind: discovery, columns: [serial], interval_seconds: 900}
+bounds: {onus_per_pon: 8}
+`
+	if err := os.WriteFile(filepath.Join(dir, "tiny.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage})
+	env.startPoller(t, Config{PollerID: "p-dir", ProfilesDir: dir, SNMPTimeout: time.Second})
+	a := startHostile(t, endlessOnePON, huaweiColumns[:1])
+	n := streams.NodeDue{ExecutionID: "e-tiny", NodeID: "n-tiny", JobID: "tiny-olt-discovery", OLTID: "olt-tiny", BrandID: "tiny-olt", IndexScheme: "pon.onu",
+		Kind: streams.KindDiscovery, Target: streams.Target{Host: a.addr().IP.String(), Port: a.addr().Port, CommunityEnc: env.sealed},
+		OIDs: huaweiColumns[:1], IntervalSeconds: 900, TimeoutSeconds: 60, ScheduledAt: time.Now().UTC()}
+	env.publishNodeDue(t, n)
+	ev := env.waitEnded(t, "olt-tiny", "e-tiny", 2*time.Minute)
+	if len(ev.failed) != 1 || ev.failed[0].Cause != streams.ExecCauseBoundExceeded ||
+		!strings.Contains(ev.failed[0].Error, "bound exceeded: onus_per_pon 8 (profile tiny-olt under the poller's ceiling)") {
+		t.Fatalf("want a bound_exceeded failure at the profile's 8 ONUs per PON, got %+v", ev)
+	}
+	if onus := distinctONUs(env.batches(t, "olt-tiny", "e-tiny")); onus != 8 {
+		t.Errorf("%d ONUs published, want the profile's 8", onus)
 	}
 }
