@@ -3,6 +3,7 @@ package poller
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -97,6 +98,9 @@ type execBounds struct {
 	onuOf map[string]onuMemo
 	onus  map[onuKey]struct{}
 	onPON map[int64]int
+	// noPON: the index names no PON (a constant pon_index, as the
+	// generic IF-MIB profile's interfaces): no per-PON count.
+	noPON bool
 	// truncated counts the values cut to ValueBytes.
 	truncated int
 }
@@ -121,6 +125,8 @@ func newExecBounds(lim profiles.Bounds, from string, node streams.NodeDue) *exec
 	if spec, err := streams.ResolveIndex(node.IndexScheme, node.Index); err == nil {
 		b.parser = spec.Parser()
 		b.onuOf, b.onus, b.onPON = map[string]onuMemo{}, map[onuKey]struct{}{}, map[int64]int{}
+		_, err := strconv.ParseInt(strings.TrimSpace(spec.PonIndex), 10, 64)
+		b.noPON = err == nil
 	}
 	for i, c := range node.OIDs {
 		b.primary[i] = c.Index == nil
@@ -165,7 +171,7 @@ func (b *execBounds) admit(varbinds, pos int, index string) error {
 	if len(b.onus) >= b.lim.ONUsPerOLT {
 		return boundFailure("onus_per_olt", int64(b.lim.ONUsPerOLT), b.from, "the OLT listed more ONUs (row %s)", index)
 	}
-	if b.onPON[m.key.pon] >= b.lim.ONUsPerPON {
+	if !b.noPON && b.onPON[m.key.pon] >= b.lim.ONUsPerPON {
 		return boundFailure("onus_per_pon", int64(b.lim.ONUsPerPON), b.from, "PON %d listed more ONUs (row %s)", m.key.pon, index)
 	}
 	b.onus[m.key] = struct{}{}

@@ -83,6 +83,21 @@ func TestExecBoundsAdmit(t *testing.T) {
 	if err := b.admit(lim.VarbindsPerExecution, 0, "1.1"); boundName(err) != "varbinds_per_execution" {
 		t.Fatalf("varbinds bound: %v", err)
 	}
+
+	// An index whose pon_index is a constant (the generic IF-MIB
+	// profile's interfaces) names no PON: only the OLT's bound counts.
+	ifIndex := streams.IndexSpec{Parts: []streams.IndexPart{{Name: "ifindex", Type: "int"}}, PonIndex: "0", ONUID: "ifindex"}
+	generic := streams.NodeDue{Kind: streams.KindDiscovery, IndexScheme: "if-mib-ifindex", Index: &ifIndex, OIDs: []streams.OIDSpec{{ID: "descr", OID: "1.3.6.1.2.1.2.2.1.2"}}}
+	b = newExecBounds(profiles.Bounds{RowsPerTable: 10, ONUsPerPON: 2, ONUsPerOLT: 3, VarbindsPerExecution: 100}, "test", generic)
+	for i, index := range []string{"1", "2", "3", "4"} {
+		err := b.admit(i, 0, index)
+		if i < 3 && err != nil {
+			t.Fatalf("interface %s: %v", index, err)
+		}
+		if i == 3 && boundName(err) != "onus_per_olt" {
+			t.Fatalf("interface %s: %v, want onus_per_olt", index, err)
+		}
+	}
 }
 
 func TestCapValue(t *testing.T) {
