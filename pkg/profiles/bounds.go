@@ -59,27 +59,30 @@ func DefaultBounds() Bounds {
 }
 
 // VendorBounds are the plausible maxima of the built-in profiles' OLT
-// families: 128 ONUs per GPON port (the split ratio the ITU-T G.984
-// OLTs of these families accept), and per OLT the largest chassis's PON
-// ports times 128. A profile not listed (loaded from a folder, generic)
-// has no bounds of its own: the ceiling applies.
+// families: 128 ONUs per GPON port (the split ratio their GPON boards
+// accept), 256 for the families whose chassis also take XGS-PON and
+// combo boards (which register up to 256 ONUs per port), and per OLT the
+// largest chassis's PON ports times that. A profile not listed (loaded
+// from a folder, generic) has no bounds of its own: the ceiling applies.
 func VendorBounds(profileID string) Bounds {
-	perOLT := 0
+	perPON, ports := 0, 0
 	switch profileID {
-	case "huawei-ma5800": // MA5800-X17: 17 boards x 16 ports
-		perOLT = 17 * 16 * 128
-	case "zte-1012", "zte-1082": // C300/C320/C600: 14..17 boards x 16 ports
-		perOLT = 17 * 16 * 128
-	case "fiberhome-an5516": // AN5516-01: 16 boards x 16 ports
-		perOLT = 16 * 16 * 128
-	case "nokia-isam": // ISAM FX-16: 16 boards x 16 ports
-		perOLT = 16 * 16 * 128
-	case "vsol-v1600", "cdata-fd16xx": // pizza boxes of up to 16 ports
-		perOLT = 16 * 128
+	case "huawei-ma5800": // MA5800-X17: 17 boards x 16 ports, XGS-PON boards
+		perPON, ports = 256, 17*16
+	case "zte-1082": // C600/C650: 17 boards x 16 ports, XGS-PON boards
+		perPON, ports = 256, 17*16
+	case "zte-1012": // C300/C320 GPON: 14 boards x 16 ports
+		perPON, ports = 128, 14*16
+	case "nokia-isam": // ISAM FX-16: 16 boards x 16 ports, XGS-PON boards
+		perPON, ports = 256, 16*16
+	case "fiberhome-an5516": // AN5516-01 GPON: 16 boards x 16 ports
+		perPON, ports = 128, 16*16
+	case "vsol-v1600", "cdata-fd16xx": // GPON pizza boxes of up to 16 ports
+		perPON, ports = 128, 16
 	default:
 		return Bounds{}
 	}
-	return Bounds{RowsPerTable: perOLT, ONUsPerPON: 128, ONUsPerOLT: perOLT}
+	return Bounds{RowsPerTable: perPON * ports, ONUsPerPON: perPON, ONUsPerOLT: perPON * ports}
 }
 
 // EffectiveBounds are the profile's bounds under ceiling: its own fields,

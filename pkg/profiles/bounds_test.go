@@ -13,8 +13,10 @@ func TestEffectiveBounds(t *testing.T) {
 		ceiling Bounds
 		want    Bounds
 	}{
-		{"a vendor profile: 128 per PON, the chassis per OLT", Profile{ID: "huawei-ma5800"}, ceiling,
-			Bounds{RowsPerTable: 34816, ONUsPerPON: 128, ONUsPerOLT: 34816, VarbindsPerExecution: 1 << 20, BytesPerExecution: 256 << 20, ValueBytes: 1024}},
+		{"a GPON vendor profile: 128 per PON, the chassis per OLT", Profile{ID: "fiberhome-an5516"}, ceiling,
+			Bounds{RowsPerTable: 32768, ONUsPerPON: 128, ONUsPerOLT: 32768, VarbindsPerExecution: 1 << 20, BytesPerExecution: 256 << 20, ValueBytes: 1024}},
+		{"an XGS-PON capable family: 256 per PON, the OLT capped by the ceiling", Profile{ID: "huawei-ma5800"}, ceiling,
+			Bounds{RowsPerTable: 65536, ONUsPerPON: 256, ONUsPerOLT: 65536, VarbindsPerExecution: 1 << 20, BytesPerExecution: 256 << 20, ValueBytes: 1024}},
 		{"an unknown profile: the ceiling", Profile{ID: "mine"}, ceiling, ceiling},
 		{"the profile's own bounds win over the vendor's", Profile{ID: "vsol-v1600", Bounds: Bounds{ONUsPerPON: 64, ValueBytes: 64}}, ceiling,
 			Bounds{RowsPerTable: 2048, ONUsPerPON: 64, ONUsPerOLT: 2048, VarbindsPerExecution: 1 << 20, BytesPerExecution: 256 << 20, ValueBytes: 64}},

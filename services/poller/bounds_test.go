@@ -26,7 +26,8 @@ func TestBoundsOf(t *testing.T) {
 		perOLT     int
 		fromPrefix string
 	}{
-		{"huawei-ma5800", 128, 1000, "profile huawei-ma5800"},
+		{"huawei-ma5800", 256, 1000, "profile huawei-ma5800"},
+		{"fiberhome-an5516", 128, 1000, "profile fiberhome-an5516"},
 		{"vsol-v1600", 128, 1000, "profile vsol-v1600"},
 		{"made-by-hand", ceiling.ONUsPerPON, 1000, "the poller's ceiling"},
 		{"", ceiling.ONUsPerPON, 1000, "the poller's ceiling"},
