@@ -169,14 +169,24 @@ func (b *execBounds) admit(varbinds, pos int, index string) error {
 		return nil
 	}
 	if len(b.onus) >= b.lim.ONUsPerOLT {
-		return boundFailure("onus_per_olt", int64(b.lim.ONUsPerOLT), b.from, "the OLT listed more ONUs (row %s)", index)
+		return boundFailure("onus_per_olt", int64(b.lim.ONUsPerOLT), b.from, "the OLT listed more ONUs (row %s)", shortIndex(index))
 	}
 	if !b.noPON && b.onPON[m.key.pon] >= b.lim.ONUsPerPON {
-		return boundFailure("onus_per_pon", int64(b.lim.ONUsPerPON), b.from, "PON %d listed more ONUs (row %s)", m.key.pon, index)
+		return boundFailure("onus_per_pon", int64(b.lim.ONUsPerPON), b.from, "PON %d listed more ONUs (row %s)", m.key.pon, shortIndex(index))
 	}
 	b.onus[m.key] = struct{}{}
 	b.onPON[m.key.pon]++
 	return nil
+}
+
+// shortIndex is a row index fit for an error text: an OLT's OID may be
+// kilobytes long.
+func shortIndex(index string) string {
+	const maxLen = 64
+	if len(index) <= maxLen {
+		return index
+	}
+	return index[:maxLen] + "..."
 }
 
 // capValue cuts a value longer than ValueBytes: an octet string (hex) to
