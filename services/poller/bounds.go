@@ -179,10 +179,10 @@ func (b *execBounds) admit(varbinds, pos int, index string) error {
 	return nil
 }
 
-// shortIndex is a row index fit for an error text: an OLT's OID may be
+// shortIndex is a row index or an OID fit for an error text: an OLT's OID may be
 // kilobytes long.
 func shortIndex(index string) string {
-	const maxLen = 64
+	const maxLen = 128
 	if len(index) <= maxLen {
 		return index
 	}

@@ -141,7 +141,7 @@ func (op snmpOp) walk(ctx context.Context, g *v2cClient, root string, emit func(
 				// OID asked (or an earlier one) is not "past the
 				// subtree", it cannot be walked (verdict.go).
 				return readFailure(CauseOIDNotIncreasing, "%s %s: the agent answered %s, not after the OID asked: OIDs not increasing (a broken agent; the walk cannot go on)",
-					verb, strings.TrimPrefix(from, "."), vb.OID)
+					verb, shortIndex(strings.TrimPrefix(from, ".")), shortIndex(vb.OID))
 			}
 			if len(vb.OID) <= len(prefix) || vb.OID[:len(prefix)] != prefix {
 				if !answered && i == 0 {
