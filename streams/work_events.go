@@ -198,7 +198,7 @@ type ExecutionFailed struct {
 	// Cause says why, machine readable: one of the ExecCause* constants
 	// (ExecCauses lists them). Absent in events from before the field
 	// (read them as ExecCauseSNMPError). Error is the operator's text.
-	Cause string `json:"cause,omitempty" jsonschema:"enum=timeout,enum=snmp_error,enum=oid_not_increasing,enum=empty_read,enum=no_onus_known,enum=profile_mismatch,enum=lease_lost,enum=shutdown,enum=config,enum=publish"`
+	Cause string `json:"cause,omitempty" jsonschema:"enum=timeout,enum=snmp_error,enum=oid_not_increasing,enum=empty_read,enum=no_onus_known,enum=profile_mismatch,enum=lease_lost,enum=shutdown,enum=config,enum=publish,enum=bound_exceeded"`
 }
 
 func (ExecutionFailed) EventType() string { return TypeExecutionFailed }
@@ -207,7 +207,8 @@ func (ExecutionFailed) EventType() string { return TypeExecutionFailed }
 // are the OLT not answering or answering badly; the next three are runs
 // that ended without an SNMP error but read nothing worth a success (they
 // are failures like the others: they count towards the OLT's consecutive
-// failures and the quotas); the last four are Facho's own trouble.
+// failures and the quotas); the next four are Facho's own trouble; the
+// last is an OLT that sent more than its bounds allow.
 const (
 	// ExecCauseTimeout: the node's own deadline passed.
 	ExecCauseTimeout = "timeout"
@@ -237,21 +238,26 @@ const (
 	ExecCauseConfig = "config"
 	// ExecCausePublish: a varbind batch could not be published (NATS).
 	ExecCausePublish = "publish"
+	// ExecCauseBoundExceeded: the OLT sent more than a bound allows (rows
+	// of a table, ONUs of a PON or of the OLT, varbinds or bytes of the
+	// execution); the error names the bound. Nothing past the bound is
+	// published.
+	ExecCauseBoundExceeded = "bound_exceeded"
 )
 
 // ExecCauses lists the causes of an execution.failed, in the order above.
 func ExecCauses() []string {
 	return []string{ExecCauseTimeout, ExecCauseSNMPError, ExecCauseOIDNotIncreasing, ExecCauseEmptyRead, ExecCauseNoONUsKnown,
-		ExecCauseProfileMismatch, ExecCauseLeaseLost, ExecCauseShutdown, ExecCauseConfig, ExecCausePublish}
+		ExecCauseProfileMismatch, ExecCauseLeaseLost, ExecCauseShutdown, ExecCauseConfig, ExecCausePublish, ExecCauseBoundExceeded}
 }
 
 // ExecCauseRead says whether cause is a run that read nothing worth a
-// success (empty_read, no_onus_known, profile_mismatch, oid_not_increasing):
-// the OLT answered, so asking it again the same way soon would read the
+// success (empty_read, no_onus_known, profile_mismatch, oid_not_increasing)
+// or read more than its bounds allow (bound_exceeded): the OLT answered, so asking it again the same way soon would read the
 // same; such a failure is not retryable.
 func ExecCauseRead(cause string) bool {
 	switch cause {
-	case ExecCauseEmptyRead, ExecCauseNoONUsKnown, ExecCauseProfileMismatch, ExecCauseOIDNotIncreasing:
+	case ExecCauseEmptyRead, ExecCauseNoONUsKnown, ExecCauseProfileMismatch, ExecCauseOIDNotIncreasing, ExecCauseBoundExceeded:
 		return true
 	}
 	return false

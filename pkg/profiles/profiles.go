@@ -44,6 +44,7 @@ type Profile struct {
 	SNMP        streams.SNMPTuning `yaml:"snmp,omitempty" json:"snmp,omitzero"`
 	Columns     []Column           `yaml:"columns" json:"columns"`
 	Jobs        []Job              `yaml:"jobs" json:"jobs"`
+	Bounds      Bounds             `yaml:"bounds,omitempty" json:"bounds,omitzero"` // bounds.go
 	// Source is where the profile was loaded from ("builtin:huawei.yaml",
 	// a file path).
 	Source string `yaml:"-" json:"source"`
@@ -168,6 +169,9 @@ func (p Profile) Validate() error {
 	}
 	if err := p.SNMP.Validate(); err != nil {
 		add("snmp: %v", err)
+	}
+	if err := p.Bounds.Validate(); err != nil {
+		add("bounds: %v", err)
 	}
 	if len(p.Columns) == 0 {
 		add("columns: at least one")

@@ -645,8 +645,10 @@ func (e *Engine) OnAvailability(ev streams.OLTAvailability) {
 // Execution causes that make an olt_empty_read alert.
 // emptyCauses are the failures of an OLT that answered but gave nothing to
 // read: a get that came back empty where ONUs were known, a discovery that
-// placed no row of its profile's tables, a walk a broken agent ended.
-var emptyCauses = map[string]bool{streams.ExecCauseEmptyRead: true, streams.ExecCauseProfileMismatch: true, streams.ExecCauseOIDNotIncreasing: true}
+// placed no row of its profile's tables, a walk a broken agent ended, a
+// walk ended at a bound because the OLT sent more than it allows.
+var emptyCauses = map[string]bool{streams.ExecCauseEmptyRead: true, streams.ExecCauseProfileMismatch: true, streams.ExecCauseOIDNotIncreasing: true,
+	streams.ExecCauseBoundExceeded: true}
 
 // OnExecution evaluates an execution outcome: a failure with an empty
 // read cause fires olt_empty_read; a success resolves it.
@@ -665,6 +667,9 @@ func (e *Engine) OnExecution(olt string, succeeded bool, cause, errText string, 
 	a := e.base(streams.RuleOLTEmptyRead, olt, at)
 	a.Cause = cause
 	a.Summary = fmt.Sprintf("OLT %s answered but a read came back empty (%s): %s", e.oltName(olt), cause, bounded(errText, 256))
+	if cause == streams.ExecCauseBoundExceeded {
+		a.Summary = fmt.Sprintf("OLT %s sent more than a bound allows (%s): %s", e.oltName(olt), cause, bounded(errText, 256))
+	}
 	e.fire(a, false, "")
 }
 

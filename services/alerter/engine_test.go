@@ -199,6 +199,13 @@ func TestEngineRules(t *testing.T) {
 				e.OnExecution("olt-1", true, "", "", t0.Add(2*time.Minute))
 			})
 		}, map[string]int{"olt_empty_read/firing/notify": 1, "olt_empty_read/resolved/notify": 1}},
+		{"a walk ended at a bound, twice, then a success: notified once", func(e *Engine) map[string]int {
+			return run(e, func() {
+				e.OnExecution("olt-1", false, streams.ExecCauseBoundExceeded, "bound exceeded: onus_per_pon 128", t0)
+				e.OnExecution("olt-1", false, streams.ExecCauseBoundExceeded, "bound exceeded: onus_per_pon 128", t0.Add(time.Minute))
+				e.OnExecution("olt-1", true, "", "", t0.Add(2*time.Minute))
+			})
+		}, map[string]int{"olt_empty_read/firing/notify": 1, "olt_empty_read/resolved/notify": 1}},
 		{"auto-disabled, re-enabled by the availability probes", func(e *Engine) map[string]int {
 			return run(e, func() {
 				e.OnNotification(streams.Notification{ID: "d1", Kind: streams.NotifyOLTDisabled, OLTID: "olt-1", Message: "disabled", OccurredAt: t0}, time.Hour)

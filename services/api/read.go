@@ -214,7 +214,8 @@ type executionRow struct {
 	UpdatedAt   time.Time  `json:"updated_at"`
 	// PlacedVarbinds and UnplacedVarbinds: the execution's varbinds the
 	// projector placed in an ONU field, and those it could not (by reason:
-	// bad_index, unknown_column, undecodable, no_value, unknown_field).
+	// bad_index, unknown_column, undecodable, wrong_type, no_value,
+	// unknown_field).
 	PlacedVarbinds   int            `json:"placed_varbinds"`
 	UnplacedVarbinds int            `json:"unplaced_varbinds"`
 	UnplacedReasons  map[string]int `json:"unplaced_reasons"`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/facho-olt/facho/pkg/profiles"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -105,6 +106,13 @@ type Config struct {
 	// DelayedAfter: a node started more than this after its scheduled_at
 	// counts in tasks_delayed. Default 2s.
 	DelayedAfter time.Duration
+	// Bounds is the global ceiling of what one execution may read
+	// (bounds.go): a node's bounds are its brand's vendor profile's, each
+	// capped by these. Zero fields take profiles.DefaultBounds.
+	Bounds profiles.Bounds
+	// ProfilesDir is a folder of vendor profiles added to the built-in
+	// ones, read for their bounds (the API's FACHO_PROFILES_DIR).
+	ProfilesDir string
 	// DisableOLTMetrics drops facho_poller_olt_executions_total (one series
 	// per OLT and result) where the number of OLTs makes it too many.
 	DisableOLTMetrics bool
@@ -270,6 +278,7 @@ func (c Config) WithDefaults() Config {
 	if c.DelayedAfter == 0 {
 		c.DelayedAfter = 2 * time.Second
 	}
+	c.Bounds = c.Bounds.Or(profiles.DefaultBounds())
 	return c
 }
 
@@ -312,5 +321,10 @@ func (c Config) Validate() error {
 	check(c.StatsEvery >= 100*time.Millisecond && c.StatsEvery <= time.Minute, "stats every %s: want 100ms..1m", c.StatsEvery)
 	check(c.StatsWindow >= 2*c.StatsEvery && c.StatsWindow <= 24*time.Hour, "stats window %s: want 2 x stats every..24h", c.StatsWindow)
 	check(c.DelayedAfter > 0, "delayed after %s: want > 0", c.DelayedAfter)
+	if err := c.Bounds.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("bounds: %w", err))
+	} else if err := c.Bounds.Complete(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }

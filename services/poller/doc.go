@@ -73,6 +73,11 @@
 //     batch is published. The projector's VARBINDS_UNPLACED warning stays
 //     for what only decoding tells (rows read but not placeable).
 //     Every ExecutionFailed carries its cause (streams.ExecCause*).
+//     Every walk and get runs under its node's bounds (bounds.go: rows per
+//     table, ONUs per PON and per OLT, varbinds and bytes per execution,
+//     from the brand's vendor profile under Config.Bounds); the varbind
+//     that would cross one is not buffered and the execution fails
+//     bound_exceeded. Values longer than value_bytes are cut to it.
 //  8. Publish ExecutionSucceeded or ExecutionFailed, release the lease
 //     (the planner dispatches the OLT's next node when it reads the
 //     terminal event; that node's poller waits a few ms for the release

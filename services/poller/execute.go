@@ -243,6 +243,12 @@ type execution struct {
 	metered int
 	// outcome is how run ended.
 	outcome outcome
+	// bounds checks what is buffered against the node's bounds and
+	// budget counts the bytes received (bounds.go); rowBytes are the
+	// bytes buffered (published at rowBufferBytes).
+	bounds   *execBounds
+	budget   *byteBudget
+	rowBytes int
 }
 
 type outcome int
@@ -280,6 +286,9 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 
 	cause, opErr := ex.work(work)
 	ex.meter()
+	if n := ex.truncated(); n > 0 {
+		p.metrics.valuesTruncated.Add(float64(n))
+	}
 	finished := time.Now().UTC()
 	dur := finished.Sub(ex.started)
 	p.metrics.duration.WithLabelValues(node.Kind).Observe(dur.Seconds())
@@ -301,7 +310,8 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		p.metrics.executions.WithLabelValues(resultSuccess).Inc()
 		ex.result = resultSuccess
 		ex.outcome = outcomeSuccess
-		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Int("pdu_retries", ex.pduRetries.count()).Dur("duration_ms", dur).Msg("execution succeeded")
+		ex.log.Info().Int("varbinds", ex.varbinds).Int("batches", ex.batches).Int("pdu_retries", ex.pduRetries.count()).Int("values_truncated", ex.truncated()).
+			Dur("duration_ms", dur).Msg("execution succeeded")
 		return false, 0
 	}
 
@@ -337,7 +347,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 	p.metrics.executions.WithLabelValues(string(cause)).Inc()
 	ex.result = string(cause)
 	ex.outcome = outcomeFailed
-	ex.log.Warn().Str("cause", string(cause)).Str("error", text).Int("pdu_retries", ex.pduRetries.count()).Bool("retryable", decision.Retryable).
+	ex.log.Warn().Str("cause", string(cause)).Str("error", text).Int("pdu_retries", ex.pduRetries.count()).Int("values_truncated", ex.truncated()).Bool("retryable", decision.Retryable).
 		Bool("redeliver", decision.Redeliver).Msg("execution failed")
 	return decision.Redeliver, decision.Delay
 }
@@ -367,7 +377,10 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 	defer cancelL()
 
 	ex.pduRetries = newPDURetries(p.cfg.PDURetryBudget, p.metrics.pduRetries)
-	op := snmpOp{cfg: p.cfg, target: node.Target, community: community, retries: ex.pduRetries}.tuned(node)
+	lim, from := p.boundsOf(node)
+	ex.bounds = newExecBounds(lim, from, node)
+	ex.budget = &byteBudget{limit: lim.BytesPerExecution, from: from}
+	op := snmpOp{cfg: p.cfg, target: node.Target, community: community, retries: ex.pduRetries, budget: ex.budget}.tuned(node)
 	if node.Kind == streams.KindGet {
 		err = ex.getONUs(ctx, op) // getbatch.go: every discovered ONU
 	} else {
@@ -392,7 +405,10 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 		return "", nil
 	}
 	cause, err := ex.classify(work, ctx, tctx, err)
-	if (cause == CauseSNMP || cause == CauseTimeout || cause == CauseOIDNotIncreasing) && ex.rows != nil && ex.rows.len() > 0 {
+	if cause == CauseBoundExceeded {
+		p.metrics.boundsExceeded.WithLabelValues(boundName(err)).Inc()
+	}
+	if (cause == CauseSNMP || cause == CauseTimeout || cause == CauseOIDNotIncreasing || cause == CauseBoundExceeded) && ex.rows != nil && ex.rows.len() > 0 {
 		// What a failed walk read is still a reading, published (never
 		// as Last) as it was batch by batch before the poller buffered
 		// rows; not after a lost lease, an interruption or a shutdown.
@@ -442,12 +458,28 @@ func (ex *execution) add(ctx context.Context, vb streams.Varbind) error {
 	if ex.rows == nil {
 		ex.rows = newRowBuffer(ex.node.OIDs)
 	}
-	ex.rows.add(vb)
+	pos, index := ex.rows.column(vb.OID)
+	if ex.bounds != nil {
+		// Checked before the varbind is buffered: nothing past a bound
+		// is published (bounds.go).
+		if err := ex.bounds.admit(ex.varbinds, pos, index); err != nil {
+			return err
+		}
+		vb.Value = ex.bounds.capValue(vb.Type, vb.Value)
+	}
+	ex.rows.put(pos, index, vb)
+	return ex.added(ctx, vb.Type, len(vb.OID)+len(vb.Value))
+}
+
+// added counts a varbind buffered and publishes the buffer when it holds
+// Config.RowBufferVarbinds varbinds or rowBufferBytes bytes.
+func (ex *execution) added(ctx context.Context, typ string, size int) error {
 	ex.varbinds++
-	if isValue(vb.Type) {
+	if isValue(typ) {
 		ex.values++
 	}
-	if ex.rows.len() >= ex.p.cfg.RowBufferVarbinds {
+	ex.rowBytes += size
+	if ex.rows.len() >= ex.p.cfg.RowBufferVarbinds || ex.rowBytes >= rowBufferBytes {
 		return ex.flush(ctx, false)
 	}
 	return nil
@@ -460,15 +492,22 @@ func (ex *execution) addRow(ctx context.Context, col int, key, typ, value string
 	if ex.rows == nil {
 		ex.rows = newRowBuffer(ex.node.OIDs)
 	}
+	if ex.bounds != nil {
+		if err := ex.bounds.admit(ex.varbinds, col, key); err != nil {
+			return err
+		}
+		value = ex.bounds.capValue(typ, value)
+	}
 	ex.rows.addRow(col, key, typ, value)
-	ex.varbinds++
-	if isValue(typ) {
-		ex.values++
+	return ex.added(ctx, typ, len(key)+len(value))
+}
+
+// truncated is how many values were cut to the value_bytes bound.
+func (ex *execution) truncated() int {
+	if ex.bounds == nil {
+		return 0
 	}
-	if ex.rows.len() >= ex.p.cfg.RowBufferVarbinds {
-		return ex.flush(ctx, false)
-	}
-	return nil
+	return ex.bounds.truncated
 }
 
 // meter adds the varbinds read since the last call to the read counter.
@@ -494,6 +533,7 @@ func varbindJSONSize(vb streams.Varbind) int {
 // aborted execution never publishes a Last batch.
 func (ex *execution) flush(ctx context.Context, last bool) error {
 	ex.meter()
+	ex.rowBytes = 0
 	var parts []batchPart
 	if ex.rows != nil {
 		parts = ex.rows.drain(ex.p.cfg.BatchSize, ex.p.maxBatchBytes)

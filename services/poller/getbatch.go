@@ -118,6 +118,9 @@ func (ex *execution) getONUs(ctx context.Context, op snmpOp) error {
 		// Nothing to read: verdict.go makes it a no_onus_known failure.
 		return nil
 	}
+	if b := ex.bounds; b != nil && len(onus) > b.lim.ONUsPerOLT {
+		return boundFailure("onus_per_olt", int64(b.lim.ONUsPerOLT), b.from, "the OLT has %d known ONUs to read", len(onus))
+	}
 	configured := p.cfg.GetChunk
 	if node.SNMP.GetVarbinds > 0 {
 		configured = node.SNMP.GetVarbinds

@@ -21,6 +21,10 @@ type metrics struct {
 	busySeconds prometheus.Counter
 	inFlight    prometheus.Gauge
 	pduRetries  prometheus.Counter
+	// boundsExceeded counts executions ended by a bound, by bound;
+	// valuesTruncated the values cut to value_bytes (bounds.go).
+	boundsExceeded  *prometheus.CounterVec
+	valuesTruncated prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metrics, error) {
@@ -59,6 +63,12 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 		pduRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_poller_snmp_pdu_retries_total", Help: "SNMP requests sent again after they got no usable answer (FACHO_SNMP_PDU_RETRIES); each execution logs its own count as pdu_retries.", ConstLabels: constLabels,
 		}),
+		boundsExceeded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_poller_bounds_exceeded_total", Help: "Executions ended FAILED (cause bound_exceeded) because the OLT sent more than a bound allows, by bound (rows_per_table, onus_per_pon, onus_per_olt, varbinds_per_execution, bytes_per_execution).", ConstLabels: constLabels,
+		}, []string{"bound"}),
+		valuesTruncated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_poller_values_truncated_total", Help: "Values from OLTs longer than the value_bytes bound, cut to it; each execution logs its own count as values_truncated.", ConstLabels: constLabels,
+		}),
 	}
 	workersGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_workers", Help: "Configured workers.", ConstLabels: constLabels,
@@ -69,7 +79,7 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 	busyRatio := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_worker_busy_ratio", Help: "Busy workers / workers right now (saturated above 0.75).", ConstLabels: constLabels,
 	}, m.busyRatio)
-	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio, m.pduRetries} {
+	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio, m.pduRetries, m.boundsExceeded, m.valuesTruncated} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register poller metrics: %w", err)
 		}

@@ -94,6 +94,9 @@ func retryablePDU(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
 	}
+	if _, ok := readCause(err); ok {
+		return false // a bound reached (bounds.go)
+	}
 	msg := err.Error()
 	for _, permanent := range []string{"marshal:", "unable to marshal", "oid count", "not supported", "recover:", "Conn is missing"} {
 		if strings.Contains(msg, permanent) {

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/facho-olt/facho/pkg/lease"
+	"github.com/facho-olt/facho/pkg/profiles"
 	"github.com/facho-olt/facho/pkg/secret"
 	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/streams"
@@ -60,6 +61,9 @@ type poller struct {
 	// interrupts ends attempts whose lease expired (interrupt.go); nil
 	// until started.
 	interrupts *interrupts
+	// profiles are the vendor profiles whose bounds apply to the nodes of
+	// their brands (bounds.go); nil: the ceiling alone.
+	profiles *profiles.Catalogue
 }
 
 // Run takes NodeDue from the poller consumer until ctx ends, then stops
@@ -132,12 +136,16 @@ func run(ctx context.Context, cfg Config, deps Deps) error {
 	if err != nil {
 		return fmt.Errorf("poller: %w", err)
 	}
+	catalogue, err := profiles.Load(cfg.ProfilesDir)
+	if err != nil {
+		return fmt.Errorf("poller: bounds of the vendor profiles: %w", err)
+	}
 	retry := deps.Retry
 	if retry == nil {
 		retry = DefaultRetryPolicy{}
 	}
 	p := &poller{
-		cfg: cfg, js: deps.JS, box: deps.Box, retry: retry, leases: leases, exec: exec, metrics: m, stats: stats,
+		cfg: cfg, js: deps.JS, box: deps.Box, retry: retry, leases: leases, exec: exec, metrics: m, stats: stats, profiles: catalogue,
 		maxBatchBytes: batchByteBudget(deps.JS), maxDeliver: maxDeliver,
 		log: log, cancels: cancels,
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/facho-olt/facho/pkg/profiles"
 	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/facho-olt/facho/streams"
 )
@@ -331,7 +332,9 @@ func TestBatchesStayUnderTheMaxPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newTestEnv(t, streams.Options{Storage: jetstream.MemoryStorage}, oltsim.OLTConfig{Name: "olt-long", Recording: path})
-	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 2000, MaxRepetitions: 50})
+	// 3,000 ONUs on one PON: above any real port, so this test's ceiling
+	// allows them (bounds.go), the payload is what it is about.
+	_, _ = e.startPoller(t, Config{PollerID: "p1", Workers: 1, BatchSize: 2000, MaxRepetitions: 50, Bounds: profiles.Bounds{ONUsPerPON: profiles.MaxONUsPerPON}})
 	node := e.nodeDue("olt-long", "exec-long", "job-disc")
 	node.OIDs = huaweiColumns[1:2] // descriptions
 	e.publishNodeDue(t, node)

@@ -26,6 +26,9 @@ const (
 	CauseEmptyRead        FailureCause = streams.ExecCauseEmptyRead
 	CauseNoONUsKnown      FailureCause = streams.ExecCauseNoONUsKnown
 	CauseProfileMismatch  FailureCause = streams.ExecCauseProfileMismatch
+	// CauseBoundExceeded: the OLT sent more than a bound allows (bounds.go);
+	// not retryable either: it would send the same.
+	CauseBoundExceeded FailureCause = streams.ExecCauseBoundExceeded
 )
 
 // Outcome is what an attempt ended with, as a RetryPolicy sees it.
@@ -64,7 +67,7 @@ func (DefaultRetryPolicy) Decide(o Outcome) Decision {
 		return Decision{Redeliver: true, Retryable: true}
 	case CauseConfig:
 		return Decision{Retryable: false}
-	case CauseOIDNotIncreasing, CauseEmptyRead, CauseNoONUsKnown, CauseProfileMismatch:
+	case CauseOIDNotIncreasing, CauseEmptyRead, CauseNoONUsKnown, CauseProfileMismatch, CauseBoundExceeded:
 		// The OLT answered: another attempt in a minute reads the same
 		// (outcome.go). The node's next run tries again.
 		return Decision{Retryable: false}

@@ -86,6 +86,11 @@ func (rb *rowBuffer) column(oid string) (int, string) {
 // add buffers vb.
 func (rb *rowBuffer) add(vb streams.Varbind) {
 	pos, index := rb.column(vb.OID)
+	rb.put(pos, index, vb)
+}
+
+// put buffers vb, of column pos at row index (what column returned).
+func (rb *rowBuffer) put(pos int, index string, vb streams.Varbind) {
 	if pos < 0 {
 		rb.entries = append(rb.entries, rowEntry{col: -1, key: vb.OID, typ: vb.Type, value: vb.Value})
 		return

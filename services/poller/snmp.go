@@ -24,6 +24,9 @@ type snmpOp struct {
 	// GETBULK max-repetitions (0: Config.MaxRepetitions). See tuned.
 	getNext bool
 	maxReps int
+	// budget counts the bytes of the answers received against the
+	// execution's bytes_per_execution bound (bounds.go); nil: no bound.
+	budget *byteBudget
 }
 
 // run reads every OID of node and hands each varbind to emit, in order.
@@ -62,6 +65,7 @@ func (op snmpOp) dial(ctx context.Context) (*v2cClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect %s:%d: %w", op.target.Host, op.target.Port, err)
 	}
+	g.budget = op.budget
 	return g, nil
 }
 
@@ -137,7 +141,7 @@ func (op snmpOp) walk(ctx context.Context, g *v2cClient, root string, emit func(
 				// OID asked (or an earlier one) is not "past the
 				// subtree", it cannot be walked (verdict.go).
 				return readFailure(CauseOIDNotIncreasing, "%s %s: the agent answered %s, not after the OID asked: OIDs not increasing (a broken agent; the walk cannot go on)",
-					verb, strings.TrimPrefix(from, "."), vb.OID)
+					verb, shortIndex(strings.TrimPrefix(from, ".")), shortIndex(vb.OID))
 			}
 			if len(vb.OID) <= len(prefix) || vb.OID[:len(prefix)] != prefix {
 				if !answered && i == 0 {

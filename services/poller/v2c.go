@@ -43,6 +43,11 @@ type v2cClient struct {
 	resp      v2cResponse
 	// berOIDs, during GetBER, are the OIDs asked as BER contents.
 	berOIDs [][]byte
+	// budget counts every answer's bytes (bounds.go); nil: unbounded.
+	budget *byteBudget
+	// stray counts the answers of the current request skipped for a
+	// request id that is none of its sends' (said when it times out).
+	stray int
 }
 
 // v2cResponse is a decoded GetResponse. Variables is reused by the next
@@ -122,9 +127,13 @@ func (c *v2cClient) GetBulk(oids []string, nonRepeaters, maxReps uint32) (*v2cRe
 
 func (c *v2cClient) request(pdu byte, oids []string, a, b int) (*v2cResponse, error) {
 	c.ids = c.ids[:0]
+	c.stray = 0
 	var err error
 	for try := 0; ; try++ {
 		if try > 0 && try > c.retries {
+			if isTimeout(err) && c.stray > 0 {
+				return nil, fmt.Errorf("request timeout (after %d retries; %d answers with a request id not asked were ignored): %w", try-1, c.stray, gosnmp.ErrMaxRetriesExceeded)
+			}
 			if isTimeout(err) {
 				return nil, fmt.Errorf("request timeout (after %d retries): %w", try-1, gosnmp.ErrMaxRetriesExceeded)
 			}
@@ -158,6 +167,9 @@ func (c *v2cClient) request(pdu byte, oids []string, a, b int) (*v2cResponse, er
 		if err == nil {
 			return resp, nil
 		}
+		if _, bound := readCause(err); bound {
+			return nil, err // a bound reached: sending again would not help
+		}
 		if ctxDeadline && isTimeout(err) {
 			return nil, context.DeadlineExceeded
 		}
@@ -173,6 +185,9 @@ func (c *v2cClient) receive() (*v2cResponse, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error reading from socket: %w", err)
 		}
+		if err := c.budget.take(n); err != nil {
+			return nil, err
+		}
 		id, err := c.decode(c.in[:n])
 		if err != nil {
 			return nil, err
@@ -185,6 +200,7 @@ func (c *v2cClient) receive() (*v2cResponse, error) {
 				return &c.resp, nil
 			}
 		}
+		c.stray++
 	}
 }
 

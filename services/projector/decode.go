@@ -62,8 +62,12 @@ const (
 	SkipUnknownColumn = "unknown_column"
 	SkipBadIndex      = "bad_index"
 	SkipUndecodable   = "undecodable"
-	SkipNoValue       = "no_value" // Null, NoSuchObject, NoSuchInstance, EndOfMibView
-	SkipUnknownField  = "unknown_field"
+	// SkipWrongType: a value of a type its column's decoder does not take
+	// (an Integer for a string, an OctetString for a number): left
+	// unplaced, never converted.
+	SkipWrongType    = "wrong_type"
+	SkipNoValue      = "no_value" // Null, NoSuchObject, NoSuchInstance, EndOfMibView
+	SkipUnknownField = "unknown_field"
 )
 
 // Decoded is a batch grouped by ONU, with the varbinds it skipped.
@@ -219,6 +223,10 @@ func (d *Decoded) place(col *column, pi streams.ParsedIndex, vb streams.Varbind)
 		d.Skipped[SkipNoValue]++
 		return
 	}
+	if errors.Is(err, errWrongType) {
+		d.Skipped[SkipWrongType]++
+		return
+	}
 	if err != nil {
 		d.Skipped[SkipUndecodable]++
 		return
@@ -317,19 +325,46 @@ const (
 
 var errNoValue = errors.New("varbind carries no value")
 
+// errWrongType: the varbind's type is not one its decoder takes.
+var errWrongType = errors.New("value of the wrong type for its decoder")
+
+// takesType says whether a decoder of kind reads a value of SNMP type typ:
+// text from OctetStrings (and the types SNMP renders as text: IpAddress,
+// OID, for string), numbers from the integer types. Anything else is of
+// the wrong type and left unplaced, never converted (an Integer is no
+// description, a string no Rx power).
+func takesType(kind, typ string) bool {
+	switch kind {
+	case "string":
+		return typ == streams.VTOctetString || typ == streams.VTIPAddress || typ == streams.VTOID
+	case "hex_serial", "float_string", "date_and_time":
+		return typ == streams.VTOctetString
+	case "int", "scaled", "enum":
+		switch typ {
+		case streams.VTInteger, streams.VTCounter32, streams.VTGauge32, streams.VTTimeTicks, streams.VTCounter64:
+			return true
+		}
+		return false
+	}
+	return true // an unknown kind fails below
+}
+
 // DecodeValue applies a decoder to one raw varbind.
 func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 	switch vb.Type {
 	case streams.VTNull, streams.VTNoSuchObject, streams.VTNoSuchInstance, streams.VTEndOfMibView:
 		return value{}, errNoValue
 	}
+	if !takesType(dec.Kind, vb.Type) {
+		return value{}, fmt.Errorf("%w: %s of a %s", errWrongType, dec.Kind, vb.Type)
+	}
 	switch dec.Kind {
 	case "string":
 		s, err := text(vb)
 		return value{text: s}, err
 	case "hex_serial":
-		if vb.Type != streams.VTOctetString {
-			return value{}, fmt.Errorf("hex_serial of a %s", vb.Type)
+		if len(vb.Value) > 2*MaxTextBytes {
+			vb.Value = vb.Value[:2*MaxTextBytes] // no serial is that long
 		}
 		b, err := hex.DecodeString(vb.Value)
 		if err != nil {
@@ -378,9 +413,6 @@ func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 		}
 		return value{text: "UNKNOWN"}, nil
 	case "date_and_time":
-		if vb.Type != streams.VTOctetString {
-			return value{}, fmt.Errorf("date_and_time of a %s", vb.Type)
-		}
 		b, err := hex.DecodeString(vb.Value)
 		if err != nil {
 			return value{}, fmt.Errorf("date_and_time: %w", err)
@@ -430,18 +462,52 @@ func dateAndTime(b []byte) (time.Time, bool, error) {
 }
 
 // text is a varbind as text: OctetStrings are hex-decoded; any value is
-// then made fit for Postgres text (see pgText).
+// then made fit for an ONU field (see oltText).
 func text(vb streams.Varbind) (string, error) {
 	if vb.Type != streams.VTOctetString {
 		// Other types are text already, but a batch off the stream may
 		// carry anything in them.
-		return pgText(vb.Value), nil
+		return oltText(vb.Value), nil
+	}
+	if len(vb.Value) > 2*MaxTextBytes+2*utf8.UTFMax {
+		// Cut before decoding: what is past the cap is never read.
+		vb.Value = vb.Value[:2*MaxTextBytes+2*utf8.UTFMax]
 	}
 	b, err := hex.DecodeString(vb.Value)
 	if err != nil {
 		return "", fmt.Errorf("octet string: %w", err)
 	}
-	return pgText(string(b)), nil
+	return oltText(string(b)), nil
+}
+
+// MaxTextBytes caps a text value from an OLT (a description, a name), cut
+// at a character boundary: the poller already cuts values at its
+// value_bytes bound, this holds whatever a batch carries.
+const MaxTextBytes = 1024
+
+// oltText makes a text read from an OLT fit for an ONU field: control
+// characters (C0, DEL, C1: a terminal escape in a description) become
+// spaces, NULs go, invalid UTF-8 becomes U+FFFD, blanks around are trimmed
+// and the result is cut to MaxTextBytes.
+func oltText(s string) string {
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r == 0:
+			return -1
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	clean = strings.TrimSpace(clean)
+	if len(clean) <= MaxTextBytes {
+		return clean
+	}
+	cut := MaxTextBytes
+	for cut > 0 && !utf8.RuneStart(clean[cut]) {
+		cut--
+	}
+	return strings.TrimSpace(clean[:cut])
 }
 
 // pgText drops NULs, trims surrounding blanks and replaces invalid UTF-8:

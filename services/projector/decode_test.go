@@ -2,9 +2,12 @@ package projector
 
 import (
 	"encoding/hex"
+	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/facho-olt/facho/streams"
 )
@@ -75,6 +78,66 @@ func TestDecodeValue(t *testing.T) {
 	}
 }
 
+// A value of a type its decoder does not take is of the wrong type, never
+// converted: text is not read as a number nor a number as text.
+func TestDecodeValueWrongType(t *testing.T) {
+	counter := streams.Varbind{Type: streams.VTCounter32, Value: "7"}
+	ip := streams.Varbind{Type: streams.VTIPAddress, Value: "10.0.0.1"}
+	for _, tc := range []struct {
+		name  string
+		dec   streams.Decoder
+		vb    streams.Varbind
+		wrong bool
+	}{
+		{"string of an integer", streams.Decoder{Kind: "string"}, integerVB(42), true},
+		{"string of a counter", streams.Decoder{Kind: "string"}, counter, true},
+		{"string of an ip address", streams.Decoder{Kind: "string"}, ip, false},
+		{"hex serial of an integer", streams.Decoder{Kind: "hex_serial"}, integerVB(5), true},
+		{"float string of an integer", streams.Decoder{Kind: "float_string"}, integerVB(-10), true},
+		{"int of text", streams.Decoder{Kind: "int"}, octets([]byte("7")), true},
+		{"int of a counter", streams.Decoder{Kind: "int"}, counter, false},
+		{"scaled of an ip address", streams.Decoder{Kind: "scaled", Scale: 1}, ip, true},
+		{"enum of text", streams.Decoder{Kind: "enum", Enum: onlineEnum}, octets([]byte("1")), true},
+		{"enum of an opaque", streams.Decoder{Kind: "enum", Enum: onlineEnum}, streams.Varbind{Type: streams.VTOpaque, Value: "1"}, true},
+		{"date and time of an integer", streams.Decoder{Kind: "date_and_time"}, integerVB(2024), true},
+		{"int not a number is undecodable, not of the wrong type", streams.Decoder{Kind: "int"}, streams.Varbind{Type: streams.VTInteger, Value: "x"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeValue(tc.dec, tc.vb)
+			if errors.Is(err, errWrongType) != tc.wrong {
+				t.Fatalf("err = %v, want wrong type %v", err, tc.wrong)
+			}
+		})
+	}
+}
+
+// Text from an OLT is cleaned and capped where it is decoded.
+func TestOLTText(t *testing.T) {
+	long := strings.Repeat("é", MaxTextBytes) // 2 bytes each
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"plain", "cliente 42", "cliente 42"},
+		{"NULs go", "cli\x00ente\x00", "cliente"},
+		{"control characters become spaces", "a\x1b[31mred\tb\r\nc\x7fd\u0085e", "a [31mred b  c d e"},
+		{"invalid UTF-8", "a\xff\xfeb", "a\uFFFDb"},
+		{"cut at a character boundary", long, strings.Repeat("é", MaxTextBytes/2)},
+		{"blanks trimmed", "  x  ", "x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := oltText(tc.in)
+			if got != tc.want || !utf8.ValidString(got) || len(got) > MaxTextBytes {
+				t.Fatalf("oltText(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+	// A megabyte string is cut before it is decoded, to MaxTextBytes.
+	v, err := DecodeValue(streams.Decoder{Kind: "string"}, octets([]byte(strings.Repeat("x", 1<<20))))
+	if err != nil || len(v.text) != MaxTextBytes {
+		t.Fatalf("a 1 MiB string: %d bytes, %v", len(v.text), err)
+	}
+}
+
 func TestParseIndex(t *testing.T) {
 	fh := func(slot, pon, onu int64) string { return itoa(slot<<25 | pon<<19 | onu<<8) }
 	for _, tc := range []struct {
@@ -130,7 +193,7 @@ func TestDecodeBatch(t *testing.T) {
 			vb(base+"51.1.4.4194304000.2", streams.Varbind{Type: streams.VTNoSuchInstance}),
 			vb(base+"99.1.1.4194304000.0", integerVB(3)),         // unknown column
 			vb(base+"46.1.15.4194304000", integerVB(1)),          // index without onu id
-			vb(base+"46.1.15.4194304000.3", octets([]byte("x"))), // enum of text
+			vb(base+"46.1.15.4194304000.3", octets([]byte("x"))), // enum of text: wrong type
 		},
 	}
 	d, err := DecodeBatch(b)
@@ -152,7 +215,7 @@ func TestDecodeBatch(t *testing.T) {
 	if o1 == nil || o1.Serial != nil || *o1.Status != "OFFLINE" || !o1.RxPowerSet || o1.RxPowerDBm != nil {
 		t.Fatalf("onu 1 = %+v", o1)
 	}
-	want := map[string]int{SkipNoValue: 0, SkipUnknownColumn: 1, SkipBadIndex: 1, SkipUndecodable: 1}
+	want := map[string]int{SkipNoValue: 0, SkipUnknownColumn: 1, SkipBadIndex: 1, SkipWrongType: 1, SkipUndecodable: 0}
 	for k, n := range want {
 		if d.Skipped[k] != n {
 			t.Errorf("skipped[%s] = %d, want %d (all %v)", k, d.Skipped[k], n, d.Skipped)

@@ -198,7 +198,7 @@ func TestDecodeValueFuzzRegressions(t *testing.T) {
 		{"rounding overflows", streams.Decoder{Kind: "scaled", Scale: 1e300, Offset: 1e300}, integerVB(-1890), "-1.889e+303", -1.889e303, false},
 		// Non-OctetString values went to Postgres text unchecked.
 		{"NUL in an oid value", streams.Decoder{Kind: "string"}, streams.Varbind{Type: streams.VTOID, Value: "1.3.6.1\x00"}, "1.3.6.1", 0, false},
-		{"invalid utf8 in an opaque", streams.Decoder{Kind: "string"}, streams.Varbind{Type: streams.VTOpaque, Value: "a\xff"}, "a\uFFFD", 0, false},
+		{"invalid utf8 in an ip address value", streams.Decoder{Kind: "string"}, streams.Varbind{Type: streams.VTIPAddress, Value: "a\xff"}, "a\uFFFD", 0, false},
 		// A long run of signs took quadratic time in leadingFloat.
 		{"float string of signs", streams.Decoder{Kind: "float_string"}, octets([]byte(strings.Repeat("-", 1<<16))), "", 0, false},
 	} {

@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		varbindsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "facho_projector_varbinds_skipped_total",
-			Help: "Varbinds that fed no field, by reason (unknown_column, bad_index, undecodable, no_value, unknown_field).",
+			Help: "Varbinds that fed no field, by reason (unknown_column, bad_index, undecodable, wrong_type: a value of a type its decoder does not take, no_value, unknown_field).",
 		}, []string{"reason"}),
 		varbindsUnplaced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "facho_projector_varbinds_unplaced_total",

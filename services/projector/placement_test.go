@@ -83,7 +83,7 @@ func TestUnplacedVarbindsCountedAndWarned(t *testing.T) {
 	ctx := context.Background()
 	bad := []streams.Varbind{
 		{OID: "1.3.6.1.4.1.2011.6.128.1.1.2.43.1.3.4194312192", Type: streams.VTOctetString, Value: "41"},    // bad index
-		{OID: "1.3.6.1.4.1.2011.6.128.1.1.2.46.1.15.4194312192.1", Type: streams.VTOctetString, Value: "41"}, // undecodable enum
+		{OID: "1.3.6.1.4.1.2011.6.128.1.1.2.46.1.15.4194312192.1", Type: streams.VTOctetString, Value: "41"}, // enum of text: wrong type
 		{OID: "1.3.6.1.4.1.9.9.9.1.1", Type: streams.VTInteger, Value: "1"},                                  // unknown column
 	}
 	for i, last := range []bool{false, true} {
@@ -96,7 +96,7 @@ func TestUnplacedVarbindsCountedAndWarned(t *testing.T) {
 	if err := r.pool.QueryRow(ctx, `SELECT placed_varbinds, unplaced_varbinds, unplaced_reasons FROM execution_placement WHERE execution_id = 'eu'`).Scan(&placed, &unplaced, &reasons); err != nil {
 		t.Fatal(err)
 	}
-	if placed != 0 || unplaced != 6 || reasons[SkipBadIndex] != 2 || reasons[SkipUndecodable] != 2 || reasons[SkipUnknownColumn] != 2 {
+	if placed != 0 || unplaced != 6 || reasons[SkipBadIndex] != 2 || reasons[SkipWrongType] != 2 || reasons[SkipUnknownColumn] != 2 {
 		t.Errorf("placement placed %d unplaced %d %v", placed, unplaced, reasons)
 	}
 	var audit streams.AuditEvent

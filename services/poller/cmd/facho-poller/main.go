@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/facho-olt/facho/pkg/profiles"
 	"github.com/facho-olt/facho/pkg/servicemain"
 	"github.com/facho-olt/facho/services/poller"
 )
@@ -69,6 +70,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.DurationVar(&cfg.StatsEvery, "stats-every", env.Duration("FACHO_POLLER_STATS_EVERY", 2*time.Second), "how often this process writes its pollers' state to the facho_pollers bucket, at most a third of FACHO_POLLERS_TTL (FACHO_POLLER_STATS_EVERY)")
 			fs.DurationVar(&cfg.StatsWindow, "stats-window", env.Duration("FACHO_POLLER_STATS_WINDOW", 5*time.Minute), "span of busy_percentage (FACHO_POLLER_STATS_WINDOW)")
 			fs.DurationVar(&cfg.DelayedAfter, "delayed-after", env.Duration("FACHO_POLLER_DELAYED_AFTER", 2*time.Second), "a node started later than scheduled_at + this counts in tasks_delayed (FACHO_POLLER_DELAYED_AFTER)")
+			db := profiles.DefaultBounds()
+			fs.IntVar(&cfg.Bounds.RowsPerTable, "bound-rows-per-table", env.Int("FACHO_BOUND_ROWS_PER_TABLE", db.RowsPerTable), "ceiling of the rows of one table a walk may read; a vendor profile's own bound is capped by it (FACHO_BOUND_ROWS_PER_TABLE)")
+			fs.IntVar(&cfg.Bounds.ONUsPerPON, "bound-onus-per-pon", env.Int("FACHO_BOUND_ONUS_PER_PON", db.ONUsPerPON), "ceiling of the distinct ONUs of one PON a walk may read (the vendor profiles say 128) (FACHO_BOUND_ONUS_PER_PON)")
+			fs.IntVar(&cfg.Bounds.ONUsPerOLT, "bound-onus-per-olt", env.Int("FACHO_BOUND_ONUS_PER_OLT", db.ONUsPerOLT), "ceiling of the distinct ONUs of one OLT a walk may read or a get may start with (FACHO_BOUND_ONUS_PER_OLT)")
+			fs.IntVar(&cfg.Bounds.VarbindsPerExecution, "bound-varbinds-per-execution", env.Int("FACHO_BOUND_VARBINDS_PER_EXECUTION", db.VarbindsPerExecution), "ceiling of the varbinds one execution may read (FACHO_BOUND_VARBINDS_PER_EXECUTION)")
+			fs.Int64Var(&cfg.Bounds.BytesPerExecution, "bound-bytes-per-execution", int64(env.Int("FACHO_BOUND_BYTES_PER_EXECUTION", int(db.BytesPerExecution))), "ceiling of the bytes of SNMP answers one execution may receive (FACHO_BOUND_BYTES_PER_EXECUTION)")
+			fs.IntVar(&cfg.Bounds.ValueBytes, "bound-value-bytes", env.Int("FACHO_BOUND_VALUE_BYTES", db.ValueBytes), "longest value kept, in bytes; a longer one is cut to it and counted (16..65535) (FACHO_BOUND_VALUE_BYTES)")
+			fs.StringVar(&cfg.ProfilesDir, "profiles-dir", env.String("FACHO_PROFILES_DIR", ""), "folder of vendor profiles added to the built-in ones, for their bounds (FACHO_PROFILES_DIR)")
 			fs.BoolVar(&oltMetrics, "olt-metrics", env.String("FACHO_POLLER_OLT_METRICS", "true") != "false", "export facho_poller_olt_executions_total, one series per OLT and result; false where OLTs are too many (FACHO_POLLER_OLT_METRICS)")
 			fs.DurationVar(&cfg.InterruptLookback, "interrupt-lookback", env.Duration("FACHO_INTERRUPT_LOOKBACK", time.Hour), "how far back that sweep reads execution events (FACHO_INTERRUPT_LOOKBACK)")
 			// These override streams.OptionsFromEnv for this instance's

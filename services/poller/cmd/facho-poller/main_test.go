@@ -37,6 +37,10 @@ func TestCheckConfig(t *testing.T) {
 		{"class concurrency out of range", []string{"-class-polling-concurrency", "-1"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
 		{"class concurrency too high in env", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_CLASS_RETRY_CONCURRENCY": "1000"}, false},
 		{"negative class timeout", []string{"-class-high-priority-timeout", "-1s"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+		{"bound flags", []string{"-bound-onus-per-pon", "64", "-bound-value-bytes", "256", "-bound-bytes-per-execution", "1048576"}, map[string]string{"FACHO_SECRET_KEY": key}, true},
+		{"bound env fallbacks", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_BOUND_ROWS_PER_TABLE": "1000", "FACHO_BOUND_VARBINDS_PER_EXECUTION": "5000"}, true},
+		{"a value bound too short for a serial", []string{"-bound-value-bytes", "4"}, map[string]string{"FACHO_SECRET_KEY": key}, false},
+		{"negative ONUs per PON", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_BOUND_ONUS_PER_PON": "-1"}, false},
 		{"malformed class timeout in env", nil, map[string]string{"FACHO_SECRET_KEY": key, "FACHO_CLASS_DISCOVERY_TIMEOUT": "long"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
