@@ -114,6 +114,16 @@ type BitField struct {
 	Shift int64  `json:"shift"`
 }
 
+// Bounds defines model for Bounds.
+type Bounds struct {
+	BytesPerExecution    *int64 `json:"bytes_per_execution,omitempty"`
+	OnusPerOlt           *int64 `json:"onus_per_olt,omitempty"`
+	OnusPerPon           *int64 `json:"onus_per_pon,omitempty"`
+	RowsPerTable         *int64 `json:"rows_per_table,omitempty"`
+	ValueBytes           *int64 `json:"value_bytes,omitempty"`
+	VarbindsPerExecution *int64 `json:"varbinds_per_execution,omitempty"`
+}
+
 // BrandRow defines model for BrandRow.
 type BrandRow struct {
 	Description string    `json:"description"`
@@ -816,6 +826,7 @@ type PonRow struct {
 
 // Profile defines model for Profile.
 type Profile struct {
+	Bounds      *Bounds     `json:"bounds,omitempty"`
 	Columns     *[]Column   `json:"columns"`
 	Description *string     `json:"description,omitempty"`
 	Id          string      `json:"id"`
@@ -2335,7 +2346,7 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/events/stream (the `GetEventsStream` operationId).
 	GetEventsStream(ctx context.Context, params *GetEventsStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetExecutions List executions, newest first; each with cause (why it failed, machine readable: timeout, snmp_error, oid_not_increasing, empty_read, no_onus_known, profile_mismatch, lease_lost, shutdown, config, publish; null otherwise) beside error (the operator's text)
+	// GetExecutions List executions, newest first; each with cause (why it failed, machine readable: timeout, snmp_error, oid_not_increasing, empty_read, no_onus_known, profile_mismatch, lease_lost, shutdown, config, publish, bound_exceeded; null otherwise) beside error (the operator's text)
 	//
 	// Corresponds with GET /api/v1/executions (the `GetExecutions` operationId).
 	GetExecutions(ctx context.Context, params *GetExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3176,7 +3187,7 @@ func (c *Client) GetEventsStream(ctx context.Context, params *GetEventsStreamPar
 	return c.Client.Do(req)
 }
 
-// GetExecutions List executions, newest first; each with cause (why it failed, machine readable: timeout, snmp_error, oid_not_increasing, empty_read, no_onus_known, profile_mismatch, lease_lost, shutdown, config, publish; null otherwise) beside error (the operator's text)
+// GetExecutions List executions, newest first; each with cause (why it failed, machine readable: timeout, snmp_error, oid_not_increasing, empty_read, no_onus_known, profile_mismatch, lease_lost, shutdown, config, publish, bound_exceeded; null otherwise) beside error (the operator's text)
 //
 // Corresponds with GET /api/v1/executions (the `GetExecutions` operationId).
 func (c *Client) GetExecutions(ctx context.Context, params *GetExecutionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10047,7 +10058,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/events/stream (the `GetEventsStream` operationId).
 	GetEventsStreamWithResponse(ctx context.Context, params *GetEventsStreamParams, reqEditors ...RequestEditorFn) (*GetEventsStreamResponse, error)
 
-	// GetExecutionsWithResponse List executions, newest first; each with cause (why it failed, machine readable: timeout, snmp_error, oid_not_increasing, empty_read, no_onus_known, profile_mismatch, lease_lost, shutdown, config, publish; null otherwise) beside error (the operator's text)
+	// GetExecutionsWithResponse List executions, newest first; each with cause (why it failed, machine readable: timeout, snmp_error, oid_not_increasing, empty_read, no_onus_known, profile_mismatch, lease_lost, shutdown, config, publish, bound_exceeded; null otherwise) beside error (the operator's text)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18390,7 +18401,7 @@ func (c *ClientWithResponses) GetEventsStreamWithResponse(ctx context.Context, p
 	return ParseGetEventsStreamResponse(rsp)
 }
 
-// GetExecutionsWithResponse List executions, newest first; each with cause (why it failed, machine readable: timeout, snmp_error, oid_not_increasing, empty_read, no_onus_known, profile_mismatch, lease_lost, shutdown, config, publish; null otherwise) beside error (the operator's text)
+// GetExecutionsWithResponse List executions, newest first; each with cause (why it failed, machine readable: timeout, snmp_error, oid_not_increasing, empty_read, no_onus_known, profile_mismatch, lease_lost, shutdown, config, publish, bound_exceeded; null otherwise) beside error (the operator's text)
 //
 // Returns a wrapper object for the known response body format(s).
 //
