@@ -43,12 +43,8 @@ var vendorKeys = map[string]func(col, suffix string) rawKey{
 		off := a[0] - 4194304000
 		return rawKey{ONUKey{a[0], a[1]}, fmt.Sprintf("0/%d/%d:%d", off/8192, off%8192/256, a[1])}
 	},
-	"zte-1082": func(col, s string) rawKey {
+	"zte-1082": func(_, s string) rawKey {
 		a := arcs(s)
-		if col == "tx-power" { // 1012 tree: 0x10000000 | slot<<16 | port<<8
-			slot, port := a[0]/65536%256, a[0]/256%256
-			return rawKey{ONUKey{0x11000000 + 1*65536 + slot*256 + port, a[1]}, ""}
-		}
 		return rawKey{ONUKey{a[0], a[1]}, fmt.Sprintf("gpon-onu_%d/%d/%d:%d", a[0]/65536%256, a[0]/256%256, a[0]%256, a[1])}
 	},
 	// generic-if-mib names ONUs by ifName: see genericIfMIBKeys.
