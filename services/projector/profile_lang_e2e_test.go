@@ -215,6 +215,32 @@ jobs:
 		}
 	}
 
+	// The interfaces that are no ONT are counted as filtered, not as
+	// unplaced: 3 varbinds each in the discovery, 2 plus their optics in
+	// the optical walk.
+	wantFiltered := 0
+	for _, x := range ifs {
+		var id int64
+		var port string
+		if n, _ := fmt.Sscanf(x.name, "Ont %d/%s", &id, &port); n == 2 && strings.Contains(x.descr, "Ethernet") {
+			continue
+		}
+		wantFiltered += 3 + 2
+		if x.rxText != "" {
+			wantFiltered++
+		}
+		if x.txMW != "" {
+			wantFiltered++
+		}
+	}
+	if got := counterValue(t, r, "facho_projector_varbinds_filtered_total"); got != float64(wantFiltered) {
+		t.Errorf("facho_projector_varbinds_filtered_total %v, want %d", got, wantFiltered)
+	}
+	var unplaced int
+	if err := r.pool.QueryRow(context.Background(), `SELECT COALESCE(SUM(unplaced_varbinds), 0) FROM execution_placement WHERE olt_id = 'acme'`).Scan(&unplaced); err != nil || unplaced != 0 {
+		t.Errorf("unplaced varbinds %d (%v), want 0", unplaced, err)
+	}
+
 	// A later discovery walk without ONT 123: it is removed, the others
 	// were seen then.
 	t1 := t0.Add(time.Hour)
@@ -233,4 +259,22 @@ jobs:
 			t.Errorf("ONT %d read again: removed %v, last_seen %v, want %v", k.ONUID, x.removed, x.lastSeen, t1)
 		}
 	}
+}
+
+// counterValue is the value of a counter without labels of the rig's
+// registry (0 when absent).
+func counterValue(t *testing.T, r *rig, name string) float64 {
+	t.Helper()
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
