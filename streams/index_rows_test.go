@@ -13,8 +13,8 @@ import (
 func TestParseRowValueKey(t *testing.T) {
 	const name, descr = "1.3.6.1.2.1.31.1.1.1.1", "1.3.6.1.2.1.2.2.1.2"
 	spec := IndexSpec{
-		Parts: []IndexPart{{Name: "ifindex", Type: PartInt}},
-		Key: &ValueKey{OID: name, Pattern: `(?i)^(?:ont\s*(?P<onu>[0-9]+)(?:/\S*)?|gpon0?(?P<pon>[0-9]+)onu(?P<onu>[0-9]+)|(?P<pon>[0-9]+)-(?P<onu>[0-9]+))$`},
+		Parts:    []IndexPart{{Name: "ifindex", Type: PartInt}},
+		Key:      &ValueKey{OID: name, Pattern: `(?i)^(?:ont\s*(?P<onu>[0-9]+)(?:/\S*)?|gpon0?(?P<pon>[0-9]+)onu(?P<onu>[0-9]+)|(?P<pon>[0-9]+)-(?P<onu>[0-9]+))$`},
 		Filter:   []RowFilter{{OID: descr, Match: `(?i)uplink`, Invert: true}},
 		PonIndex: "pon", ONUID: "onu", PortName: "{pon}:{onu}",
 	}
