@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -65,32 +66,92 @@ func ONUFields() []string {
 //   - "hex_serial": 4 ASCII vendor bytes + the rest as upper-case hex (Huawei)
 //   - "int": integer as is
 //   - "scaled": float = raw*Scale + Offset; NoReading marks "no reading"
-//   - "float_string": a decimal in an OctetString ("-10.47", V-SOL)
+//   - "float_string": a decimal in an OctetString ("-10.47", V-SOL), the
+//     first number of the text
+//   - "regex": a number or text captured from an OctetString by Pattern:
+//     the group named Group, else the first group, else the whole match
+//     ("0.03 mW (-14.61 dBm)" with `\((-?[0-9.]+) dBm\)` is -14.61); no
+//     match is no reading
 //   - "enum": integer mapped through Enum (e.g. 1 -> ONLINE)
 //   - "date_and_time": an SNMP DateAndTime (8 or 11 bytes) as a time; an
 //     all-zero value or year 0 is no reading
+//
+// Unit says what unit a number is in (after Scale and Offset) and turns it
+// into dBm: "mW" (10*log10(mW); 0 or less is no reading), "uW"
+// (microwatts), "dBm" or empty (as is). Trim removes the blanks around a
+// text (never done silently: text is stored as the OLT sends it, less NUL
+// bytes), before Pattern is applied.
 type Decoder struct {
 	Kind      string            `json:"kind" yaml:"kind"`
 	Scale     float64           `json:"scale,omitempty" yaml:"scale,omitempty"`
 	Offset    float64           `json:"offset,omitempty" yaml:"offset,omitempty"`
 	NoReading *int64            `json:"no_reading,omitempty" yaml:"no_reading,omitempty"`
 	Enum      map[string]string `json:"enum,omitempty" yaml:"enum,omitempty"`
+	Pattern   string            `json:"pattern,omitempty" yaml:"pattern,omitempty"`
+	Group     string            `json:"group,omitempty" yaml:"group,omitempty"`
+	Unit      string            `json:"unit,omitempty" yaml:"unit,omitempty"`
+	Trim      bool              `json:"trim,omitempty" yaml:"trim,omitempty"`
 }
 
 // DecoderKinds lists the supported decoder kinds.
-var DecoderKinds = []string{"string", "hex_serial", "int", "scaled", "float_string", "enum", "date_and_time"}
+var DecoderKinds = []string{"string", "hex_serial", "int", "scaled", "float_string", "regex", "enum", "date_and_time"}
 
-// Validate checks the decoder kind.
+// Decoder units (Decoder.Unit).
+const (
+	UnitDBm = "dBm"
+	UnitMW  = "mW"
+	UnitUW  = "uW"
+)
+
+// MaxPatternLen bounds a decoder's, key's or filter's pattern.
+const MaxPatternLen = 512
+
+// Validate checks the decoder kind and its options.
 func (d Decoder) Validate() error {
+	known := false
 	for _, k := range DecoderKinds {
-		if d.Kind == k {
-			if k == "enum" && len(d.Enum) == 0 {
-				return errors.New("enum decoder needs a mapping")
-			}
-			return nil
-		}
+		known = known || d.Kind == k
 	}
-	return fmt.Errorf("unknown decoder kind %q", d.Kind)
+	if !known {
+		return fmt.Errorf("unknown decoder kind %q", d.Kind)
+	}
+	if d.Kind == "enum" && len(d.Enum) == 0 {
+		return errors.New("enum decoder needs a mapping")
+	}
+	switch d.Unit {
+	case "", UnitDBm, UnitMW, UnitUW:
+	default:
+		return fmt.Errorf("unit %q: want dBm, mW or uW", d.Unit)
+	}
+	if d.Unit != "" && d.Kind != "scaled" && d.Kind != "int" && d.Kind != "float_string" && d.Kind != "regex" {
+		return fmt.Errorf("unit applies to the number kinds (int, scaled, float_string, regex), not %s", d.Kind)
+	}
+	if d.Trim && d.Kind != "string" && d.Kind != "float_string" && d.Kind != "regex" {
+		return fmt.Errorf("trim applies to the text kinds (string, float_string, regex), not %s", d.Kind)
+	}
+	if d.Kind != "regex" {
+		if d.Pattern != "" || d.Group != "" {
+			return fmt.Errorf("pattern and group apply to the regex kind, not %s", d.Kind)
+		}
+		return nil
+	}
+	_, err := d.CompilePattern()
+	return err
+}
+
+// CompilePattern compiles a regex decoder's pattern and checks its group.
+func (d Decoder) CompilePattern() (*regexp.Regexp, error) {
+	if d.Pattern == "" || len(d.Pattern) > MaxPatternLen {
+		return nil, fmt.Errorf("regex decoder: pattern of 1..%d characters required", MaxPatternLen)
+	}
+	re, err := regexp.Compile(d.Pattern)
+	if err != nil {
+		return nil, fmt.Errorf("regex decoder: pattern: %w", err)
+	}
+	if d.Group != "" && re.SubexpIndex(d.Group) < 0 {
+		return nil, fmt.Errorf("regex decoder: pattern has no group named %q", d.Group)
+	}
+	return re, nil
 }
 
 // BrandUpserted creates or changes a brand (vendor).

@@ -41,6 +41,11 @@ type IndexSpec struct {
 	// PortName is a template: "{name}" is replaced by the part's or
 	// field's value ("gpon-onu_{shelf}/{slot}/{port}:{onu}").
 	PortName string `json:"port_name,omitempty" yaml:"port_name,omitempty"`
+	// Key, when set, names the ONU by a column's value instead of by the
+	// row index alone (an IF-MIB ifName "Ont 50515061/g1"): see ValueKey.
+	Key *ValueKey `json:"key,omitempty" yaml:"key,omitempty"`
+	// Filter keeps only the rows whose columns match: see RowFilter.
+	Filter []RowFilter `json:"filter,omitempty" yaml:"filter,omitempty"`
 }
 
 // IndexPart is one part of a row index.
@@ -173,6 +178,9 @@ func (s IndexSpec) Validate() error {
 	default:
 		return fmt.Errorf("index rest %q: want empty or %q", s.Rest, RestNumeric)
 	}
+	if err := s.validateRows(names); err != nil {
+		return err
+	}
 	for _, r := range []struct{ what, ref string }{{"pon_index", s.PonIndex}, {"onu_id", s.ONUID}} {
 		if err := checkRef(r.ref, names, s.Parts); err != nil {
 			return fmt.Errorf("index %s: %w", r.what, err)
@@ -208,7 +216,7 @@ func checkTerm(ref string, names map[string]string) error {
 	case m[5] != "":
 		return nil
 	case m[4] != "":
-		if names[m[4]] != "string" {
+		if names[m[4]] != "string" && names[m[4]] != "group" {
 			return fmt.Errorf("%q: hash() takes a string part", ref)
 		}
 		return nil
@@ -223,7 +231,7 @@ func checkTerm(ref string, names map[string]string) error {
 	if m[3] == "" {
 		return nil
 	}
-	if kind != "int" {
+	if kind != "int" { // a field, a key group
 		return fmt.Errorf("%q: [fields] applies to an int part", ref)
 	}
 	for _, f := range strings.Split(m[3], ",") {
@@ -256,6 +264,7 @@ type IndexParser struct {
 	s        IndexSpec
 	pon, onu []refTerm
 	port     []templPiece
+	rows     *rowRules // Key and Filter compiled; nil without them
 }
 
 // refTerm is one term of a reference: its text and refRE's submatches (nil:
@@ -281,7 +290,7 @@ func (s IndexSpec) Parser() *IndexParser {
 		}
 		return out
 	}
-	p := &IndexParser{s: s, pon: terms(s.PonIndex), onu: terms(s.ONUID)}
+	p := &IndexParser{s: s, pon: terms(s.PonIndex), onu: terms(s.ONUID), rows: s.compileRows()}
 	at := 0
 	for _, loc := range templRE.FindAllStringIndex(s.PortName, -1) {
 		if loc[0] > at {
@@ -296,8 +305,28 @@ func (s IndexSpec) Parser() *IndexParser {
 	return p
 }
 
-// Parse reads a row index (dotted arcs after the column OID).
+// Parse reads a row index (dotted arcs after the column OID). A spec with
+// a Key or Filter needs the row's values: see ParseRow.
 func (ip *IndexParser) Parse(suffix string) (ParsedIndex, error) {
+	if ip.s.Key != nil {
+		return ParsedIndex{}, fmt.Errorf("index %q: the ONU is named by a column's value, not by the row index", suffix)
+	}
+	r, err := ip.parseParts(suffix)
+	if err != nil {
+		return ParsedIndex{}, err
+	}
+	return ip.finish(suffix, r)
+}
+
+// readIndex is what the parts of a row index (and a key's groups) read.
+type readIndex struct {
+	ints        map[string]int64
+	strs, texts map[string]string
+	index       string
+}
+
+// parseParts reads the parts of a row index.
+func (ip *IndexParser) parseParts(suffix string) (readIndex, error) {
 	s := ip.s
 	arcs := strings.Split(suffix, ".")
 	ints := map[string]int64{}
@@ -335,7 +364,7 @@ func (ip *IndexParser) Parse(suffix string) (ParsedIndex, error) {
 		case PartInt:
 			v, err := next()
 			if err != nil {
-				return ParsedIndex{}, err
+				return readIndex{}, err
 			}
 			ints[p.Name] = int64(v)
 			texts[p.Name] = strconv.FormatUint(v, 10)
@@ -348,26 +377,26 @@ func (ip *IndexParser) Parse(suffix string) (ParsedIndex, error) {
 		case PartString:
 			n, err := next()
 			if err != nil {
-				return ParsedIndex{}, err
+				return readIndex{}, err
 			}
 			if n > 128 {
-				return ParsedIndex{}, fmt.Errorf("index %q: string length %d", suffix, n)
+				return readIndex{}, fmt.Errorf("index %q: string length %d", suffix, n)
 			}
 			if b, err = readBytes(int(n)); err != nil {
-				return ParsedIndex{}, err
+				return readIndex{}, err
 			}
 		case PartFixed:
 			var err error
 			if b, err = readBytes(p.Length); err != nil {
-				return ParsedIndex{}, err
+				return readIndex{}, err
 			}
 		case PartImplied:
 			var err error
 			if b, err = readBytes(len(arcs) - at); err != nil {
-				return ParsedIndex{}, err
+				return readIndex{}, err
 			}
 		default:
-			return ParsedIndex{}, fmt.Errorf("index part %q: type %q", p.Name, p.Type)
+			return readIndex{}, fmt.Errorf("index part %q: type %q", p.Name, p.Type)
 		}
 		strs[p.Name] = string(b)
 		texts[p.Name] = printableIndex(b)
@@ -377,31 +406,37 @@ func (ip *IndexParser) Parse(suffix string) (ParsedIndex, error) {
 	case RestNumeric:
 		for at < len(arcs) {
 			if _, err := next(); err != nil {
-				return ParsedIndex{}, err
+				return readIndex{}, err
 			}
 		}
 	default:
 		if at != len(arcs) {
-			return ParsedIndex{}, fmt.Errorf("index %q: %d arcs left over", suffix, len(arcs)-at)
+			return readIndex{}, fmt.Errorf("index %q: %d arcs left over", suffix, len(arcs)-at)
 		}
 	}
-	pon, err := s.eval(ip.pon, ints, strs)
+	return readIndex{ints: ints, strs: strs, texts: texts, index: strings.Join(arcs[:used], ".")}, nil
+}
+
+// finish evaluates the ONU key and port name of what was read.
+func (ip *IndexParser) finish(suffix string, r readIndex) (ParsedIndex, error) {
+	s := ip.s
+	pon, err := s.eval(ip.pon, r.ints, r.strs)
 	if err != nil {
 		return ParsedIndex{}, fmt.Errorf("index %q: pon_index: %w", suffix, err)
 	}
-	onu, err := s.eval(ip.onu, ints, strs)
+	onu, err := s.eval(ip.onu, r.ints, r.strs)
 	if err != nil {
 		return ParsedIndex{}, fmt.Errorf("index %q: onu_id: %w", suffix, err)
 	}
 	var name strings.Builder
 	for _, p := range ip.port {
 		if p.isName {
-			name.WriteString(texts[p.text])
+			name.WriteString(r.texts[p.text])
 		} else {
 			name.WriteString(p.text)
 		}
 	}
-	return ParsedIndex{PonIndex: pon, ONUID: onu, Index: strings.Join(arcs[:used], "."), PortName: name.String()}, nil
+	return ParsedIndex{PonIndex: pon, ONUID: onu, Index: r.index, PortName: name.String()}, nil
 }
 
 func (s IndexSpec) eval(terms []refTerm, ints map[string]int64, strs map[string]string) (int64, error) {
@@ -478,6 +513,9 @@ func (s IndexSpec) Format(pon, onu int64) (string, error) {
 // Formatter returns Format with the scheme read once: for formatting the
 // row indexes of many ONUs.
 func (s IndexSpec) Formatter() (func(pon, onu int64) (string, error), error) {
+	if s.Key != nil {
+		return nil, ErrNoRowIndex // the key is in a value, not in the index
+	}
 	ponRef := refRE.FindStringSubmatch(s.PonIndex)
 	onuRef := refRE.FindStringSubmatch(s.ONUID)
 	if ponRef == nil || onuRef == nil || ponRef[1] == "" || onuRef[1] == "" || onuRef[2] != "" || onuRef[3] != "" || ponRef[2] != "" {

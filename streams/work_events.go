@@ -409,6 +409,10 @@ type VarbindBatch struct {
 	// on exactly one batch, which may have no varbinds (an empty table).
 	// A get never sets it: it reads an explicit list of OIDs, not tables.
 	Last bool `json:"last,omitempty"`
+	// JobKind is the kind of the job that read the batch (NodeDue.Kind):
+	// a complete discovery walk lists every ONU of the OLT even without a
+	// serial column (an IF-MIB table). Empty in batches from before it.
+	JobKind string `json:"job_kind,omitempty"`
 }
 
 func (VarbindBatch) EventType() string { return TypeVarbindBatch }

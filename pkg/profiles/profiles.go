@@ -204,6 +204,7 @@ func (p Profile) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, p.validateLang()...)
 	jobs := map[string]bool{}
 	for _, j := range p.Jobs {
 		where := fmt.Sprintf("job %q", j.ID)
@@ -249,6 +250,7 @@ func Parse(data []byte, source string) (Profile, error) {
 		return Profile{}, fmt.Errorf("%s: %w", source, err)
 	}
 	p.Source = source
+	p.resolveRows()
 	if err := p.Validate(); err != nil {
 		return Profile{}, fmt.Errorf("%s: %w", source, err)
 	}
@@ -258,6 +260,8 @@ func Parse(data []byte, source string) (Profile, error) {
 // Catalogue is a set of profiles by id.
 type Catalogue struct {
 	byID map[string]Profile
+	// problems are the files of a folder that could not be loaded.
+	problems []Problem
 }
 
 // New returns a catalogue of the given profiles only (validated).
@@ -274,7 +278,7 @@ func New(ps ...Profile) (*Catalogue, error) {
 // Builtin returns the profiles embedded in the binary.
 func Builtin() (*Catalogue, error) {
 	c := &Catalogue{byID: map[string]Profile{}}
-	if err := c.addFS(embedded, "profiles", "builtin:"); err != nil {
+	if err := c.addFS(embedded, "profiles", builtinPrefix); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -282,7 +286,9 @@ func Builtin() (*Catalogue, error) {
 
 // Load returns the built-in profiles plus every *.yaml / *.yml file of dir
 // (a profile of dir replaces a built-in one of the same id). An empty dir
-// loads only the built-in ones.
+// loads only the built-in ones. A file that does not parse or validate is
+// not loaded and is listed by Problems; only a folder that cannot be read
+// is an error.
 func Load(dir string) (*Catalogue, error) {
 	c, err := Builtin()
 	if err != nil {
@@ -314,10 +320,15 @@ func (c *Catalogue) addFS(fsys fs.FS, dir, prefix string) error {
 		}
 		p, err := Parse(data, prefix+name)
 		if err != nil {
-			return err
+			if prefix == builtinPrefix {
+				return err
+			}
+			c.problems = append(c.problems, Problem{Source: prefix + name, Error: err.Error()})
+			continue
 		}
 		if other, dup := local[p.ID]; dup {
-			return fmt.Errorf("vendor profiles: id %q in both %s and %s", p.ID, other, p.Source)
+			c.problems = append(c.problems, Problem{Source: p.Source, Error: fmt.Sprintf("id %q is already the profile of %s: not loaded", p.ID, other)})
+			continue
 		}
 		local[p.ID] = p.Source
 		c.byID[p.ID] = p
@@ -334,6 +345,7 @@ func pathJoin(dir, name string) string {
 
 // Add adds (or replaces) a validated profile.
 func (c *Catalogue) Add(p Profile) error {
+	p.resolveRows()
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -355,49 +367,4 @@ func (c *Catalogue) List() []Profile {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-// Identify returns the profile of an agent from its sysObjectID and
-// sysDescr: among the profiles whose rules match, the highest priority,
-// then the longest sysObjectID prefix, then the id. False when none
-// matches.
-func (c *Catalogue) Identify(sysObjectID, sysDescr string) (Profile, bool) {
-	oid := strings.Trim(sysObjectID, ".")
-	var best Profile
-	bestScore := [2]int{-1 << 31, -1}
-	found := false
-	for _, p := range c.List() {
-		ok, prefix := p.matches(oid, sysDescr)
-		if !ok {
-			continue
-		}
-		score := [2]int{p.Match.Priority, prefix}
-		if !found || score[0] > bestScore[0] || (score[0] == bestScore[0] && score[1] > bestScore[1]) {
-			best, bestScore, found = p, score, true
-		}
-	}
-	return best, found
-}
-
-// matches says whether the agent matches p, and the length of the
-// sysObjectID prefix that matched (0 for a sysDescr match).
-func (p Profile) matches(oid, descr string) (bool, int) {
-	longest, ok := 0, false
-	for _, pre := range p.Match.SysObjectID {
-		pre = strings.Trim(pre, ".")
-		if oid == pre || strings.HasPrefix(oid, pre+".") {
-			ok = true
-			longest = max(longest, len(pre))
-		}
-	}
-	if ok {
-		return true, longest
-	}
-	for _, d := range p.Match.SysDescr {
-		re, err := regexp.Compile(d)
-		if err == nil && descr != "" && re.MatchString(descr) {
-			return true, 0
-		}
-	}
-	return false, 0
 }

@@ -12,7 +12,7 @@ func TestBuiltinProfilesValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"cdata-fd16xx", "fiberhome-an5516", "generic-if-mib", "huawei-ma5800", "nokia-isam", "vsol-v1600", "zte-1012", "zte-1082"}
+	want := []string{"cdata-fd16xx", "fiberhome-an5516", "generic-if-mib", "huawei-ma5800", "nokia-isam", "vsol-v1600", "vsol-v1600d", "zte-1012", "zte-1082"}
 	var got []string
 	for _, p := range c.List() {
 		got = append(got, p.ID)
@@ -39,6 +39,10 @@ func TestIdentify(t *testing.T) {
 		{"1.3.6.1.4.1.3902.1015.1010.1.1", "C300 Version V1.2.5", "zte-1012"},
 		{"1.3.6.1.4.1.5875.800.1001.11", "AN5516-01", "fiberhome-an5516"},
 		{"1.3.6.1.4.1.37950.1.1.5.10.14.1", "V1600GS", "vsol-v1600"},
+		{"1.3.6.1.4.1.37950.1.1.5.10.14.1", "V1600D8", "vsol-v1600d"}, // same sysObjectID, the sysDescr decides
+		{"1.3.6.1.4.1.37950.1.1.5.10.14.1", "V1600D", "vsol-v1600d"},
+		{"1.3.6.1.4.1.37950.1.1.5.10.14.1", "V9999", "vsol-v1600"}, // unknown model: priority
+		{"", "V1600D4", "vsol-v1600d"},
 		{".1.3.6.1.4.1.17409", "zaporojskoe-olt", "cdata-fd16xx"},
 		{"1.3.6.1.4.1.637.61.1", "ISAM FX", "nokia-isam"},
 		{"", "AN5516-06", "fiberhome-an5516"}, // sysDescr alone
@@ -74,8 +78,25 @@ jobs: [{id: d, name: d, kind: discovery, columns: [sn], interval_seconds: 60}]
 	if p, _ := c.Get("huawei-ma5800"); p.Name != "my Huawei" || !strings.HasPrefix(p.Source, dir) {
 		t.Errorf("a folder profile does not replace the built-in one: %+v", p)
 	}
+	problem := func(file string) string {
+		t.Helper()
+		c, err := Load(dir)
+		if err != nil {
+			t.Fatalf("a bad file fails the whole load: %v", err)
+		}
+		if p, _ := c.Get("huawei-ma5800"); p.Name != "my Huawei" {
+			t.Errorf("a bad file drops the good ones")
+		}
+		for _, p := range c.Problems() {
+			if p.Source == filepath.Join(dir, file) {
+				return p.Error
+			}
+		}
+		t.Fatalf("%s: no problem listed: %+v", file, c.Problems())
+		return ""
+	}
 	write("typo.yaml", "id: x\nname: X\nindx_scheme: s\n")
-	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "indx_scheme") {
+	if err := problem("typo.yaml"); !strings.Contains(err, "indx_scheme") {
 		t.Errorf("unknown key: %v", err)
 	}
 	write("typo.yaml", `id: y
@@ -85,11 +106,14 @@ index: {parts: [{name: pon, type: int}], pon_index: pon, onu_id: pon}
 columns: [{id: a, name: a, oid: 1.3.6.1, field: rx_powr, decoder: {kind: scaled}}]
 jobs: [{id: d, name: d, kind: get, columns: [b], interval_seconds: 5}]
 `)
-	_, err = Load(dir)
+	perr := problem("typo.yaml")
 	for _, want := range []string{"rx_powr", `column "b" is not in the profile`, "interval_seconds 5"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("bad profile: %v, want %q", err, want)
+		if !strings.Contains(perr, want) {
+			t.Errorf("bad profile: %v, want %q", perr, want)
 		}
+	}
+	if _, err := Load(filepath.Join(dir, "nothing-here")); err == nil {
+		t.Error("a folder that cannot be read loads")
 	}
 }
 

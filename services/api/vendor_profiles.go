@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,11 +28,18 @@ type vendorProfileSummary struct {
 	Fields      []string       `json:"fields"`
 	Jobs        []string       `json:"jobs"`
 	Source      string         `json:"source"`
+	// Origin is "built-in" or "file" (FACHO_PROFILES_DIR); Error is why a
+	// file of the folder was not loaded (it is listed, not dropped).
+	Origin string `json:"origin"`
+	Error  string `json:"error,omitempty"`
 }
 
 func summarizeProfile(p profiles.Profile) vendorProfileSummary {
 	v := vendorProfileSummary{ID: p.ID, Name: p.Name, Vendor: p.Vendor, Description: p.Description, Verified: p.Verified,
-		Match: p.Match, IndexScheme: p.IndexScheme, Source: p.Source}
+		Match: p.Match, IndexScheme: p.IndexScheme, Source: p.Source, Origin: "file"}
+	if p.Builtin() {
+		v.Origin = "built-in"
+	}
 	seen := map[string]bool{}
 	for _, c := range p.Columns {
 		if !seen[c.Field] {
@@ -53,6 +61,14 @@ func (s *server) listVendorProfiles(w http.ResponseWriter, r *http.Request) *api
 			continue
 		}
 		out = append(out, summarizeProfile(p))
+	}
+	for _, p := range s.profiles.Problems() {
+		id := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(p.Source), ".yaml"), ".yml")
+		if q != "" && !strings.Contains(strings.ToLower(id), q) {
+			continue
+		}
+		out = append(out, vendorProfileSummary{ID: id, Name: "(not loaded)", Source: p.Source, Origin: "file", Error: p.Error,
+			Fields: []string{}, Jobs: []string{}})
 	}
 	writeJSON(w, http.StatusOK, vendorProfileList{Count: len(out), Profiles: out})
 	return nil

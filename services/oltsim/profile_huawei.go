@@ -54,6 +54,25 @@ func huaweiProfile() *profile {
 				}
 				return intCell(int64(s.oltRxCenti) + 10000)
 			}},
+			// hwGponOntOpticalDdm*: temperature (C), bias (mA), voltage (0.001 V).
+			{oid: base.join(51, 1, 1), value: func(s *onuState) cell {
+				if !s.online {
+					return intCell(noReading)
+				}
+				return intCell(int64(s.tempCenti) / 100)
+			}},
+			{oid: base.join(51, 1, 2), value: func(s *onuState) cell {
+				if !s.online {
+					return intCell(noReading)
+				}
+				return intCell(int64(s.biasCenti) / 100)
+			}},
+			{oid: base.join(51, 1, 5), value: func(s *onuState) cell {
+				if !s.online {
+					return intCell(noReading)
+				}
+				return intCell(int64(s.voltCenti) * 10)
+			}},
 		},
 	}).init()
 }

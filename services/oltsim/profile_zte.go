@@ -60,6 +60,13 @@ func zteProfile() *profile {
 				}
 				return intCell(raw(s.rxCenti))
 			}},
+			// Tx in the 1082 tree (firmware 2.x), same rows as Rx.
+			{oid: mustOID("1.3.6.1.4.1.3902.1082.500.20.2.2.2.1.14"), index: rxIndex, value: func(s *onuState) cell {
+				if !s.online {
+					return intCell(noReading)
+				}
+				return intCell(raw(s.txCenti))
+			}},
 			{oid: mustOID("1.3.6.1.4.1.3902.1012.3.50.12.1.1.14"), index: port1012, value: func(s *onuState) cell {
 				if !s.online {
 					return intCell(noReading)

@@ -104,6 +104,10 @@ func (e *batchEncoder) encode(id, source string, now time.Time, b streams.Varbin
 	if b.Last {
 		w = append(w, `,"last":true`...)
 	}
+	if b.JobKind != "" {
+		w = append(w, `,"job_kind":`...)
+		w = streams.AppendJSONString(w, b.JobKind)
+	}
 	w = append(w, "}}"...)
 	e.buf = w
 	return w

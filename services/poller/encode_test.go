@@ -35,7 +35,8 @@ func TestBatchEncoderMatchesEncodeWithID(t *testing.T) {
 		{"empty varbinds", node, streams.VarbindBatch{Varbinds: []streams.Varbind{}}},
 		{"rows", node, streams.VarbindBatch{Rows: []streams.VarbindRow{row, {Index: "1.2"}, row}}},
 		{"both", odd, streams.VarbindBatch{Varbinds: []streams.Varbind{{OID: "1.3.6.1.2.0", Type: streams.VTInteger, Value: "5"}, {OID: "1.<3>", Type: "T\"", Value: "\\"}},
-			Rows: []streams.VarbindRow{row}, Last: true}},
+			Rows: []streams.VarbindRow{row}, Last: true, JobKind: "discovery"}},
+		{"job kind", node, streams.VarbindBatch{Rows: []streams.VarbindRow{row}, JobKind: "we\"ird<"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.b

@@ -559,7 +559,7 @@ func (ex *execution) publishBatch(ctx context.Context, part batchPart, last bool
 	err := ex.publishVarbinds(ctx, n, streams.VarbindBatch{
 		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, BrandID: node.BrandID,
 		IndexScheme: node.IndexScheme, Index: node.Index, LeaseRevision: ex.lease.Revision(), Batch: n, Columns: node.OIDs,
-		CollectedAt: time.Now().UTC(), Varbinds: part.varbinds, Rows: part.rows, Last: last,
+		CollectedAt: time.Now().UTC(), Varbinds: part.varbinds, Rows: part.rows, Last: last, JobKind: node.Kind,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,6 +75,13 @@ const (
 type Decoded struct {
 	ONUs    map[ONUKey]*ONUFields
 	Skipped map[string]int
+	// Filtered counts the varbinds of rows that are no ONU by the index
+	// definition's filters or key pattern: dropped on purpose, so neither
+	// placed nor unplaced.
+	Filtered int
+	// owner is, per ONU named by a value key, the row index that named it
+	// first: the rows grouped into it after that only fill unset fields.
+	owner map[ONUKey]string
 }
 
 // Keys returns the ONU keys in a stable order.
@@ -106,11 +114,15 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 		if err := c.Decoder.Validate(); err != nil {
 			return Decoded{}, fmt.Errorf("%w: column %s: %v", streams.ErrMalformed, c.OID, err)
 		}
+		var re *regexp.Regexp
+		if c.Decoder.Kind == "regex" {
+			re, _ = c.Decoder.CompilePattern() // valid: checked above
+		}
 		prefix := strings.Trim(c.OID, ".")
 		if prefix == "" {
 			return Decoded{}, fmt.Errorf("%w: column %s without oid", streams.ErrMalformed, c.ID)
 		}
-		col := column{prefix: prefix + ".", pos: len(cols), spec: c, parser: schemeParser, primary: true}
+		col := column{prefix: prefix + ".", pos: len(cols), spec: c, parser: schemeParser, primary: true, re: re}
 		if c.Index != nil {
 			if err := c.Index.Validate(); err != nil {
 				return Decoded{}, fmt.Errorf("%w: column %s: %v", streams.ErrMalformed, c.OID, err)
@@ -130,6 +142,7 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 	}
 
 	d := Decoded{ONUs: map[ONUKey]*ONUFields{}, Skipped: map[string]int{}}
+	rows := newRowValues(schemeParser, cols, b)
 	// A row's values share its index: each index spec parses it once.
 	type memoKey struct {
 		spec   int
@@ -141,15 +154,28 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 		if p, ok := parsed[k]; ok {
 			return p
 		}
-		pi, err := col.parser.Parse(suffix)
+		var pi streams.ParsedIndex
+		var err error
+		if col.primary && rows != nil {
+			pi, err = rows.parse(suffix)
+		} else {
+			pi, err = col.parser.Parse(suffix)
+		}
 		p := parsedIndex{pi, err}
 		parsed[k] = p
 		return p
 	}
 	place := func(col *column, suffix string, vb streams.Varbind) {
 		p := parse(col, suffix)
-		if p.err != nil {
+		switch {
+		case errors.Is(p.err, streams.ErrRowFiltered):
+			d.Filtered++
+			return
+		case p.err != nil:
 			d.Skipped[SkipBadIndex]++
+			return
+		}
+		if rows != nil && rows.keyed && col.primary && !d.claim(col, p.ParsedIndex) {
 			return
 		}
 		d.place(col, p.ParsedIndex, vb)
@@ -207,7 +233,7 @@ type parsedIndex struct {
 // place decodes one varbind of col into the fields of its ONU.
 func (d *Decoded) place(col *column, pi streams.ParsedIndex, vb streams.Varbind) {
 	key := ONUKey{PonIndex: pi.PonIndex, ONUID: pi.ONUID}
-	val, err := DecodeValue(col.spec.Decoder, vb)
+	val, err := decodeValue(col.spec.Decoder, col.re, vb)
 	if errors.Is(err, errNoValue) && vb.Type == streams.VTNoSuchInstance && col.spec.Field == streams.FieldRxPower {
 		// Only a get reads exceptions (a walk stops at them): the
 		// ONU's optical instance does not exist, i.e. no reading.
@@ -256,6 +282,7 @@ type column struct {
 	// primary: the column is indexed by the batch's scheme (not its own),
 	// so its row index is the ONU's.
 	primary bool
+	re      *regexp.Regexp // a regex decoder's pattern
 }
 
 func match(cols []column, oid string) (int, string, bool) {
@@ -351,6 +378,18 @@ func takesType(kind, typ string) bool {
 
 // DecodeValue applies a decoder to one raw varbind.
 func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
+	var re *regexp.Regexp
+	if dec.Kind == "regex" {
+		var err error
+		if re, err = dec.CompilePattern(); err != nil {
+			return value{}, err
+		}
+	}
+	return decodeValue(dec, re, vb)
+}
+
+// decodeValue is DecodeValue with a regex decoder's pattern compiled.
+func decodeValue(dec streams.Decoder, re *regexp.Regexp, vb streams.Varbind) (value, error) {
 	switch vb.Type {
 	case streams.VTNull, streams.VTNoSuchObject, streams.VTNoSuchInstance, streams.VTEndOfMibView:
 		return value{}, errNoValue
@@ -361,7 +400,12 @@ func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 	switch dec.Kind {
 	case "string":
 		s, err := text(vb)
+		if dec.Trim {
+			s = strings.TrimSpace(s)
+		}
 		return value{text: s}, err
+	case "regex":
+		return decodeRegex(dec, re, vb)
 	case "hex_serial":
 		if len(vb.Value) > 2*MaxTextBytes {
 			vb.Value = vb.Value[:2*MaxTextBytes] // no serial is that long
@@ -373,7 +417,10 @@ func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 		return value{text: hexSerial(b)}, nil
 	case "int":
 		n, err := integer(vb)
-		return value{kind: kindNumber, num: float64(n), text: strconv.FormatInt(n, 10)}, err
+		if err != nil || dec.Unit != "" {
+			return numberIn(dec.Unit, float64(n), err)
+		}
+		return value{kind: kindNumber, num: float64(n), text: strconv.FormatInt(n, 10)}, nil
 	case "scaled":
 		n, err := integer(vb)
 		if err != nil {
@@ -392,17 +439,20 @@ func DecodeValue(dec streams.Decoder, vb streams.Varbind) (value, error) {
 			// A huge scale or offset: no Inf/NaN may reach Postgres.
 			return value{}, fmt.Errorf("scaled %d*%g%+g out of range", n, scale, dec.Offset)
 		}
-		return value{kind: kindNumber, num: f, text: strconv.FormatFloat(f, 'f', -1, 64)}, nil
+		return numberIn(dec.Unit, f, nil)
 	case "float_string":
 		s, err := text(vb)
 		if err != nil {
 			return value{}, err
 		}
+		if dec.Trim {
+			s = strings.TrimSpace(s)
+		}
 		f, ok := leadingFloat(s)
 		if !ok {
 			return value{kind: kindNull}, nil
 		}
-		return value{kind: kindNumber, num: f, text: strconv.FormatFloat(f, 'f', -1, 64)}, nil
+		return numberIn(dec.Unit, f, nil)
 	case "enum":
 		n, err := integer(vb)
 		if err != nil {
@@ -510,11 +560,11 @@ func oltText(s string) string {
 	return strings.TrimSpace(clean[:cut])
 }
 
-// pgText drops NULs, trims surrounding blanks and replaces invalid UTF-8:
-// Postgres text takes neither NUL nor invalid UTF-8.
+// pgText drops NULs and replaces invalid UTF-8: Postgres text takes
+// neither. Blanks are kept: a decoder trims only when told (Decoder.Trim).
 func pgText(s string) string {
 	s = strings.ReplaceAll(s, "\x00", "")
-	return strings.ToValidUTF8(strings.TrimSpace(s), "\uFFFD")
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func integer(vb streams.Varbind) (int64, error) {

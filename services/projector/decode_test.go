@@ -43,6 +43,8 @@ func TestDecodeValue(t *testing.T) {
 		{"text serial kept", streams.Decoder{Kind: "hex_serial"}, octets([]byte("fhtt0001a2b3")), "FHTT0001A2B3", 0, kindText, false},
 		{"hex serial of integer", streams.Decoder{Kind: "hex_serial"}, integerVB(5), "", 0, 0, true},
 		{"string", streams.Decoder{Kind: "string"}, octets([]byte("cliente 42\x00")), "cliente 42", 0, kindText, false},
+		{"string kept as sent", streams.Decoder{Kind: "string"}, octets([]byte("  cliente 42 ")), "  cliente 42 ", 0, kindText, false},
+		{"string trimmed when told", streams.Decoder{Kind: "string", Trim: true}, octets([]byte(" \tcliente 42 \r\n")), "cliente 42", 0, kindText, false},
 		{"string invalid utf8", streams.Decoder{Kind: "string"}, octets([]byte{'a', 0xff}), "a\uFFFD", 0, kindText, false},
 		{"bad hex", streams.Decoder{Kind: "string"}, streams.Varbind{Type: streams.VTOctetString, Value: "zz"}, "", 0, 0, true},
 		{"int", streams.Decoder{Kind: "int"}, integerVB(-7), "-7", -7, kindNumber, false},

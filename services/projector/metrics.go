@@ -16,6 +16,8 @@ type metrics struct {
 	varbindsSkipped *prometheus.CounterVec
 	// varbindsUnplaced: per OLT (one series per OLT the projector saw).
 	varbindsUnplaced *prometheus.CounterVec
+	// varbindsFiltered: varbinds of rows that are no ONU by design.
+	varbindsFiltered prometheus.Counter
 	staleExec        prometheus.Counter
 	onuEvents        *prometheus.CounterVec
 	outboxFailures   prometheus.Counter
@@ -41,6 +43,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_projector_varbinds_unplaced_total",
 			Help: "Varbinds the projector could not place in an ONU field (bad index, unknown column, undecodable value, no value), by OLT.",
 		}, []string{"olt_id"}),
+		varbindsFiltered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_varbinds_filtered_total",
+			Help: "Varbinds of rows that are no ONU by the index definition (a row filter, or a key pattern the row's value does not match).",
+		}),
 		staleExec: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_projector_stale_execution_events_total",
 			Help: "Execution events ignored: an older lease revision (stale poller) or a state that would move backwards.",
@@ -83,6 +89,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		jsrouter.Register(reg, &m.onuRows),
 		jsrouter.Register(reg, &m.varbindsSkipped),
 		jsrouter.Register(reg, &m.varbindsUnplaced),
+		jsrouter.Register(reg, &m.varbindsFiltered),
 		jsrouter.Register(reg, &m.staleExec),
 		jsrouter.Register(reg, &m.onuEvents),
 		jsrouter.Register(reg, &m.outboxFailures),

@@ -206,6 +206,9 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 			p.metrics.varbindsSkipped.WithLabelValues(reason).Add(float64(c))
 			unplaced += c
 		}
+		if m.Dec.Filtered > 0 {
+			p.metrics.varbindsFiltered.Add(float64(m.Dec.Filtered))
+		}
 		if unplaced > 0 {
 			p.metrics.varbindsUnplaced.WithLabelValues(olt).Add(float64(unplaced))
 		}

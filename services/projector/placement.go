@@ -34,7 +34,7 @@ func recordPlacement(ctx context.Context, tx pgx.Tx, b streams.VarbindBatch, d D
 	for _, n := range d.Skipped {
 		unplaced += n
 	}
-	placed := max(b.VarbindCount()-unplaced, 0)
+	placed := max(b.VarbindCount()-unplaced-d.Filtered, 0)
 	reasons, err := json.Marshal(d.Skipped)
 	if err != nil {
 		return placement{}, fmt.Errorf("encode unplaced reasons: %w", err)
@@ -98,10 +98,14 @@ func auditRow(source string, seq uint64, at time.Time, ev streams.AuditEvent) (o
 const AuditCategory = "projector"
 
 // readsONUTable says whether the batch walked the ONU table itself (a
-// serial column): its rows list every ONU the OLT has, so a complete walk
-// of it tells which ONUs are gone. Optical tables do not (FiberHome and
-// V-SOL omit offline ONUs there).
+// serial column, or any column read by a discovery job): its rows list
+// every ONU the OLT has, so a complete walk of it tells which ONUs are
+// gone, and every ONU it read was seen then (last_seen). Optical tables do
+// not (FiberHome and V-SOL omit offline ONUs there).
 func readsONUTable(b streams.VarbindBatch) bool {
+	if discoveryWalk(b) {
+		return true
+	}
 	for _, c := range b.Columns {
 		if c.Field == streams.FieldSerial && c.Index == nil {
 			return true
@@ -144,4 +148,19 @@ func markRemoved(ctx context.Context, tx pgx.Tx, oltID string, reads walkReads, 
 		return nil, fmt.Errorf("mark removed onus of olt %s: %w", oltID, err)
 	}
 	return out, nil
+}
+
+// discoveryWalk: the batch is of a discovery job's walk whose columns are
+// indexed by the ONU table's own scheme (an IF-MIB table without a serial
+// column: generic-if-mib).
+func discoveryWalk(b streams.VarbindBatch) bool {
+	if b.JobKind != streams.KindDiscovery {
+		return false
+	}
+	for _, c := range b.Columns {
+		if c.Index == nil {
+			return true
+		}
+	}
+	return false
 }

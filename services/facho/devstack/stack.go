@@ -83,6 +83,10 @@ type Config struct {
 	// Alerter evaluates the alert rules (its /metrics on MetricsPort +
 	// Pollers + 4); AlertmanagerURLs in it point it at an Alertmanager.
 	Alerter alerter.Config
+	// ProfilesDir is the API's folder of vendor profiles added to the
+	// built-in ones (FACHO_PROFILES_DIR, -profiles-dir); empty: built-in
+	// only.
+	ProfilesDir string
 }
 
 // DevHistoryRetention is how long `facho dev` keeps onu_history rows.
@@ -442,7 +446,7 @@ func (s *Stack) startServices(ctx context.Context) error {
 		return err
 	}
 	bound := make(chan net.Addr, 1)
-	acfg := api.Config{Addr: s.cfg.APIAddr, Tokens: []string{s.cfg.APIToken}}
+	acfg := api.Config{Addr: s.cfg.APIAddr, Tokens: []string{s.cfg.APIToken}, ProfilesDir: s.cfg.ProfilesDir}
 	s.group.Go(func() error {
 		return wrap("api", api.Run(ctx, acfg, api.Deps{
 			JS: apiJS, DB: s.DB, Box: s.Box, Registry: apiReg, Gatherer: apiReg,

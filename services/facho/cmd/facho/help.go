@@ -136,7 +136,7 @@ func helps() map[string]cmdHelp {
 		},
 		"profiles list": {
 			usage:     "facho profiles list [--dir DIR]",
-			about:     "Lists the vendor profiles: the built-in ones plus those of DIR (FACHO_PROFILES_DIR).",
+			about:     "Lists the vendor profiles: the built-in ones plus those of DIR (FACHO_PROFILES_DIR), then\nthe files of DIR that were not loaded, with their error (then it exits non-zero).",
 			examples:  []string{"facho profiles list", "facho profiles list --dir /etc/facho/profiles"},
 			flagsFrom: []string{"profiles", "list", "-h"},
 		},
@@ -148,7 +148,7 @@ func helps() map[string]cmdHelp {
 		},
 		"profiles check": {
 			usage:     "facho profiles check FILE [HOST[:PORT]] [--timeout D]",
-			about:     "Validates a profile file; given an agent, says whether the profile's rules match it, walks\nevery column and prints the ONUs Facho would store and the varbinds it could not place\n(community from FACHO_SNMP_COMMUNITY, default public).",
+			about:     "Validates a profile file; given an agent, says whether the profile's rules match it, walks\nevery column and prints the ONUs Facho would store and the varbinds it could not place, and\nwarns on implausible readings (a power outside -50..+10 dBm, a column of zeros or of one\nvalue, a unit float_string ignores) (community from FACHO_SNMP_COMMUNITY, default public).",
 			examples:  []string{"facho profiles check my-olt.yaml", "FACHO_SNMP_COMMUNITY=secret facho profiles check my-olt.yaml 192.0.2.10:161"},
 			flagsFrom: []string{"profiles", "check", "-h"},
 		},

@@ -197,6 +197,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	checkConfig := fs.Bool("check-config", false, "validate the configuration and exit")
 	alertmanagerURL := fs.String("alertmanager-url", getenv("FACHO_ALERTMANAGER_URL"), "Alertmanager base URL(s) the alerter posts to, comma-separated (FACHO_ALERTMANAGER_URL; default none)")
 	alertRules := fs.String("alert-rules", getenv("FACHO_ALERT_RULES"), "alert rules YAML file (FACHO_ALERT_RULES; default: the shipped thresholds)")
+	profilesDir := fs.String("profiles-dir", getenv("FACHO_PROFILES_DIR"), "folder of vendor profiles (*.yaml) added to the built-in ones (FACHO_PROFILES_DIR; default none)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: facho dev [flags]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -251,7 +252,8 @@ environment:
 		Pollers:        *pollers,
 		// A handful of demo OLTs: no spreading of first runs, the demo's
 		// first discovery comes FirstRunDelay after start.
-		Planner: planner.Config{FirstRunDelay: *firstRun, FirstRunSpread: -1},
+		Planner:     planner.Config{FirstRunDelay: *firstRun, FirstRunSpread: -1},
+		ProfilesDir: *profilesDir,
 	}
 	cfg.Alerter.AlertmanagerURLs = alerter.ParseURLs(*alertmanagerURL)
 	if cfg.Alerter.Rules, err = alerter.LoadRules(*alertRules); err != nil {

@@ -61,7 +61,10 @@ func runProfiles(ctx context.Context, args []string, getenv func(string) string,
 		for _, p := range cat.List() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", p.ID, p.Vendor, p.Name, len(p.Columns), len(p.Jobs), p.Source)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		return listProblems(cat, stdout)
 	case "show":
 		if len(pos) != 1 {
 			return errors.New("usage: facho profiles show ID")
@@ -100,6 +103,19 @@ func runProfiles(ctx context.Context, args []string, getenv func(string) string,
 		return checkAgent(ctx, p, pos[1], community, *timeout, stdout)
 	}
 	return fmt.Errorf("profiles: unknown command %q\n%s", args[0], profilesUsage)
+}
+
+// listProblems prints the profile files of the folder that were not
+// loaded; an error when there is one, so a script notices.
+func listProblems(cat *profiles.Catalogue, stdout io.Writer) error {
+	problems := cat.Problems()
+	for _, p := range problems {
+		fmt.Fprintf(stdout, "not loaded: %s\n", p.Error)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d profile files not loaded (see above)", len(problems))
+	}
+	return nil
 }
 
 // checkAgent walks every column of p on the agent and prints what the
@@ -151,7 +167,10 @@ func checkAgent(ctx context.Context, p profiles.Profile, agent, community string
 	for _, n := range d.Skipped {
 		unplaced += n
 	}
-	fmt.Fprintf(stdout, "%d ONUs; %d of %d varbinds not placed %v\n", len(d.ONUs), unplaced, len(vbs), d.Skipped)
+	fmt.Fprintf(stdout, "%d ONUs; %d of %d varbinds not placed %v; %d of rows that are no ONU (filter, key pattern)\n", len(d.ONUs), unplaced, len(vbs), d.Skipped, d.Filtered)
+	for _, w := range implausible(p, d, vbs) {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	for _, k := range d.Keys() {
 		f := d.ONUs[k]
 		fmt.Fprintf(stdout, "%s\tpon_index=%d onu_id=%d index=%s %s\n", f.PortName, k.PonIndex, k.ONUID, f.Index, describe(f))

@@ -70,3 +70,81 @@ func TestProfilesCommand(t *testing.T) {
 		t.Error("the community shows in the output")
 	}
 }
+
+// `profiles check` against an agent warns about implausible readings: the
+// mW figure of "0.03 mW (-14.61 dBm)" read as dBm by float_string, a
+// scale off by a hundred, a column of zeros; the same table read with the
+// regex decoder gives no warning.
+func TestProfilesCheckWarnsOnImplausibleValues(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var rec strings.Builder
+	rec.WriteString("1.3.6.1.2.1.1.1.0|4|ACME\n1.3.6.1.2.1.1.2.0|6|1.3.6.1.4.1.99997.1\n")
+	for i, v := range []string{"0.03 mW (-14.61 dBm)", "0.02 mW (-16.99 dBm)", "0.05 mW (-13.01 dBm)"} {
+		fmt.Fprintf(&rec, "1.3.6.1.4.1.99997.1.1.%d|4|%s\n", i+1, v)
+	}
+	for i, v := range []int{-1461, -1699, -1301} {
+		fmt.Fprintf(&rec, "1.3.6.1.4.1.99997.1.2.%d|2|%d\n", i+1, v)
+	}
+	for i := range 3 {
+		fmt.Fprintf(&rec, "1.3.6.1.4.1.99997.1.3.%d|2|0\n", i+1)
+	}
+	recPath := filepath.Join(dir, "acme.snmprec")
+	if err := os.WriteFile(recPath, []byte(rec.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := oltsim.Start(ctx, oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{{Name: "acme", Listen: "127.0.0.1:0", Community: "public", Recording: recPath}}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleet.Close()
+	profile := func(rx string) string {
+		path := filepath.Join(dir, "p.yaml")
+		text := `id: acme
+name: ACME
+index_scheme: s
+index: {parts: [{name: onu, type: int}], pon_index: "0", onu_id: onu}
+columns:
+  - {id: rx, name: rx, oid: 1.3.6.1.4.1.99997.1.1, field: rx_power, decoder: ` + rx + `}
+  - {id: tx, name: tx, oid: 1.3.6.1.4.1.99997.1.2, field: tx_power, decoder: {kind: scaled, scale: 1}}
+  - {id: temp, name: temperature, oid: 1.3.6.1.4.1.99997.1.3, field: temperature, decoder: {kind: scaled, scale: 0.1}}
+jobs: [{id: w, name: w, kind: bulkwalk, columns: [rx, tx, temp], interval_seconds: 60}]
+`
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	env := func(string) string { return "" }
+	var out bytes.Buffer
+	if err := run(ctx, []string{"profiles", "check", profile("{kind: float_string}"), fleet.OLT("acme").Addr().String()}, env, &out, &out); err != nil {
+		t.Fatalf("check: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		`warning: column rx (rx_power): the text carries "mW"`,
+		"warning: column tx (tx_power): 3 of 3 values outside -50..+10 dBm (e.g. -1301)",
+		"warning: column temp (temperature): every value (3) is 0",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(ctx, []string{"profiles", "check", profile(`{kind: regex, pattern: '\((-?[0-9.]+) dBm\)'}`), fleet.OLT("acme").Addr().String()}, env, &out, &out); err != nil {
+		t.Fatalf("check: %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "warning: column rx") || !strings.Contains(out.String(), "rx_power=-14.61") {
+		t.Errorf("the regex decoder reads the dBm figure without a warning:\n%s", out.String())
+	}
+
+	// A folder with a bad file: list shows it and fails.
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "broken.yaml"), []byte("id: b\nname: B\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(ctx, []string{"profiles", "list", "--dir", bad}, env, &out, &out); err == nil || !strings.Contains(out.String(), "not loaded: "+filepath.Join(bad, "broken.yaml")) ||
+		!strings.Contains(out.String(), "huawei-ma5800") {
+		t.Errorf("list with a bad file: %v\n%s", err, out.String())
+	}
+}
