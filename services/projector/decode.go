@@ -537,8 +537,8 @@ const MaxTextBytes = 1024
 
 // oltText makes a text read from an OLT fit for an ONU field: control
 // characters (C0, DEL, C1: a terminal escape in a description) become
-// spaces, NULs go, invalid UTF-8 becomes U+FFFD, blanks around are trimmed
-// and the result is cut to MaxTextBytes.
+// spaces, NULs go, invalid UTF-8 becomes U+FFFD, and the result is cut to
+// MaxTextBytes. Blanks around are kept (a decoder's trim removes them).
 func oltText(s string) string {
 	clean := strings.Map(func(r rune) rune {
 		switch {
@@ -549,7 +549,7 @@ func oltText(s string) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "\uFFFD"))
-	clean = strings.TrimSpace(clean)
+	// Blanks stay: a decoder trims only when its profile says trim.
 	if len(clean) <= MaxTextBytes {
 		return clean
 	}
@@ -557,7 +557,7 @@ func oltText(s string) string {
 	for cut > 0 && !utf8.RuneStart(clean[cut]) {
 		cut--
 	}
-	return strings.TrimSpace(clean[:cut])
+	return clean[:cut]
 }
 
 // pgText drops NULs and replaces invalid UTF-8: Postgres text takes

@@ -124,7 +124,7 @@ func TestOLTText(t *testing.T) {
 		{"control characters become spaces", "a\x1b[31mred\tb\r\nc\x7fd\u0085e", "a [31mred b  c d e"},
 		{"invalid UTF-8", "a\xff\xfeb", "a\uFFFDb"},
 		{"cut at a character boundary", long, strings.Repeat("é", MaxTextBytes/2)},
-		{"blanks trimmed", "  x  ", "x"},
+		{"blanks kept (a decoder trims when told)", "  x  ", "  x  "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := oltText(tc.in)

@@ -151,6 +151,12 @@ type BrandUpserted struct {
 	Description *string `json:"description,omitempty"`
 	Id          string  `json:"id"`
 	Index       *struct {
+		Filter *[]RowFilter `json:"filter,omitempty"`
+		Key    *struct {
+			Column  *string `json:"column,omitempty"`
+			Oid     *string `json:"oid,omitempty"`
+			Pattern string  `json:"pattern"`
+		} `json:"key,omitempty"`
 		OnuId    string       `json:"onu_id"`
 		Parts    *[]IndexPart `json:"parts"`
 		PonIndex string       `json:"pon_index"`
@@ -193,6 +199,12 @@ type Column struct {
 	Field   string  `json:"field"`
 	Id      string  `json:"id"`
 	Index   *struct {
+		Filter *[]RowFilter `json:"filter,omitempty"`
+		Key    *struct {
+			Column  *string `json:"column,omitempty"`
+			Oid     *string `json:"oid,omitempty"`
+			Pattern string  `json:"pattern"`
+		} `json:"key,omitempty"`
 		OnuId    string       `json:"onu_id"`
 		Parts    *[]IndexPart `json:"parts"`
 		PonIndex string       `json:"pon_index"`
@@ -207,10 +219,14 @@ type Column struct {
 // Decoder defines model for Decoder.
 type Decoder struct {
 	Enum      *map[string]string `json:"enum,omitempty"`
+	Group     *string            `json:"group,omitempty"`
 	Kind      string             `json:"kind"`
 	NoReading *int64             `json:"no_reading,omitempty"`
 	Offset    *float64           `json:"offset,omitempty"`
+	Pattern   *string            `json:"pattern,omitempty"`
 	Scale     *float64           `json:"scale,omitempty"`
+	Trim      *bool              `json:"trim,omitempty"`
+	Unit      *string            `json:"unit,omitempty"`
 }
 
 // Deleted defines model for Deleted.
@@ -377,6 +393,12 @@ type IndexPart struct {
 
 // IndexSpec defines model for IndexSpec.
 type IndexSpec struct {
+	Filter *[]RowFilter `json:"filter,omitempty"`
+	Key    *struct {
+		Column  *string `json:"column,omitempty"`
+		Oid     *string `json:"oid,omitempty"`
+		Pattern string  `json:"pattern"`
+	} `json:"key,omitempty"`
 	OnuId    string       `json:"onu_id"`
 	Parts    *[]IndexPart `json:"parts"`
 	PonIndex string       `json:"pon_index"`
@@ -522,6 +544,12 @@ type OIDUpserted struct {
 	Field   string  `json:"field"`
 	Id      string  `json:"id"`
 	Index   *struct {
+		Filter *[]RowFilter `json:"filter,omitempty"`
+		Key    *struct {
+			Column  *string `json:"column,omitempty"`
+			Oid     *string `json:"oid,omitempty"`
+			Pattern string  `json:"pattern"`
+		} `json:"key,omitempty"`
 		OnuId    string       `json:"onu_id"`
 		Parts    *[]IndexPart `json:"parts"`
 		PonIndex string       `json:"pon_index"`
@@ -918,6 +946,14 @@ type Revoked struct {
 	Revoked bool   `json:"revoked"`
 }
 
+// RowFilter defines model for RowFilter.
+type RowFilter struct {
+	Column *string `json:"column,omitempty"`
+	Invert *bool   `json:"invert,omitempty"`
+	Match  string  `json:"match"`
+	Oid    *string `json:"oid,omitempty"`
+}
+
 // RunAccepted defines model for RunAccepted.
 type RunAccepted struct {
 	ExecutionId string    `json:"execution_id"`
@@ -1032,12 +1068,14 @@ type VendorProfileList struct {
 // VendorProfileSummary defines model for VendorProfileSummary.
 type VendorProfileSummary struct {
 	Description *string   `json:"description,omitempty"`
+	Error       *string   `json:"error,omitempty"`
 	Fields      *[]string `json:"fields"`
 	Id          string    `json:"id"`
 	IndexScheme string    `json:"index_scheme"`
 	Jobs        *[]string `json:"jobs"`
 	Match       Match     `json:"match"`
 	Name        string    `json:"name"`
+	Origin      string    `json:"origin"`
 	Source      string    `json:"source"`
 	Vendor      string    `json:"vendor"`
 	Verified    *string   `json:"verified,omitempty"`
@@ -1520,10 +1558,14 @@ type PostOidsJSONBody struct {
 	BrandId *string `json:"brand_id,omitempty"`
 	Decoder *struct {
 		Enum      *map[string]string `json:"enum,omitempty"`
+		Group     *string            `json:"group,omitempty"`
 		Kind      *string            `json:"kind,omitempty"`
 		NoReading *int64             `json:"no_reading,omitempty"`
 		Offset    *float64           `json:"offset,omitempty"`
+		Pattern   *string            `json:"pattern,omitempty"`
 		Scale     *float64           `json:"scale,omitempty"`
+		Trim      *bool              `json:"trim,omitempty"`
+		Unit      *string            `json:"unit,omitempty"`
 	} `json:"decoder,omitempty"`
 	Field       *string `json:"field,omitempty"`
 	Id          *string `json:"id,omitempty"`
@@ -1537,10 +1579,14 @@ type PatchOidsIdJSONBody struct {
 	BrandId *string `json:"brand_id,omitempty"`
 	Decoder *struct {
 		Enum      *map[string]string `json:"enum,omitempty"`
+		Group     *string            `json:"group,omitempty"`
 		Kind      *string            `json:"kind,omitempty"`
 		NoReading *int64             `json:"no_reading,omitempty"`
 		Offset    *float64           `json:"offset,omitempty"`
+		Pattern   *string            `json:"pattern,omitempty"`
 		Scale     *float64           `json:"scale,omitempty"`
+		Trim      *bool              `json:"trim,omitempty"`
+		Unit      *string            `json:"unit,omitempty"`
 	} `json:"decoder,omitempty"`
 	Field       *string `json:"field,omitempty"`
 	Id          *string `json:"id,omitempty"`
@@ -1554,10 +1600,14 @@ type PutOidsIdJSONBody struct {
 	BrandId *string `json:"brand_id,omitempty"`
 	Decoder *struct {
 		Enum      *map[string]string `json:"enum,omitempty"`
+		Group     *string            `json:"group,omitempty"`
 		Kind      *string            `json:"kind,omitempty"`
 		NoReading *int64             `json:"no_reading,omitempty"`
 		Offset    *float64           `json:"offset,omitempty"`
+		Pattern   *string            `json:"pattern,omitempty"`
 		Scale     *float64           `json:"scale,omitempty"`
+		Trim      *bool              `json:"trim,omitempty"`
+		Unit      *string            `json:"unit,omitempty"`
 	} `json:"decoder,omitempty"`
 	Field       *string `json:"field,omitempty"`
 	Id          *string `json:"id,omitempty"`
