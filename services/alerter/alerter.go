@@ -111,11 +111,11 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	router.Handle(streams.StreamNotify, streams.ConsumerAlerterNotify, a.handler(a.onNotify))
 	router.Handle(streams.StreamConfig, streams.ConsumerAlerterConfig, a.handler(a.onConfig))
 	router.Handle(streams.StreamAlert, streams.ConsumerAlerterAcks, a.handler(a.onAck))
-	router.Handle(streams.StreamAlert, streams.ConsumerAlerterAlerts, projection.Handler(deps.DB, projection.SubjectChecked(alertsDecoder)))
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(gctx) })
 	g.Go(func() error { return a.onuLoop(gctx) })
+	g.Go(func() error { return a.alertsLoop(gctx) })
 	g.Go(func() error { return a.watchLeader(gctx, conn) })
 	g.Go(func() error { return a.tickLoop(gctx) })
 	g.Go(func() error { return a.publishLoop(gctx) })
