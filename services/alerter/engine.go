@@ -42,31 +42,6 @@ type ponKey struct {
 	PON int64
 }
 
-// onuState is all the engine keeps of one ONU.
-type onuState struct {
-	ONUKey
-	Serial      string   `json:"serial,omitempty"`
-	Description string   `json:"description,omitempty"`
-	Port        string   `json:"port,omitempty"`
-	Status      string   `json:"status,omitempty"`
-	Down        bool     `json:"down,omitempty"`
-	Cause       string   `json:"cause,omitempty"`
-	Rx          *float64 `json:"rx,omitempty"`
-	OLTRx       *float64 `json:"olt_rx,omitempty"`
-	// Changes are the times of its recent status changes (online <->
-	// down), at most MaxFlapChanges.
-	Changes []time.Time `json:"changes,omitempty"`
-	// Days are its daily mean Rx, oldest first, at most MaxDriftDays+1
-	// (today and the baseline's days).
-	Days []dayMean `json:"days,omitempty"`
-}
-
-type dayMean struct {
-	Day int64   `json:"d"`
-	Sum float64 `json:"s"`
-	N   int     `json:"n"`
-}
-
 // ponState is all the engine keeps of one PON.
 type ponState struct {
 	OLT     string `json:"olt_id"`
@@ -124,7 +99,8 @@ type Engine struct {
 	rules  Rules
 	limits Limits
 
-	onus     map[ONUKey]*onuState
+	onus     onuTable
+	strs     strTable // ONU statuses and causes
 	pons     map[ponKey]*ponState
 	olts     map[string]*oltState
 	brands   map[string]string // brand id -> profile
@@ -137,6 +113,8 @@ type Engine struct {
 	pendingByPON map[ponKey]map[string]struct{}
 	flapping     map[string]ONUKey
 	timed        map[string]struct{}
+
+	thCache map[string]*Thresholds
 
 	dirty   map[stateID]bool
 	out     []Transition
@@ -151,10 +129,10 @@ type stateID struct{ Kind, Key string }
 func NewEngine(rules Rules, limits Limits) *Engine {
 	return &Engine{
 		rules: rules, limits: limits,
-		onus: map[ONUKey]*onuState{}, pons: map[ponKey]*ponState{}, olts: map[string]*oltState{},
+		onus: newONUTable(), strs: newStrTable(), pons: map[ponKey]*ponState{}, olts: map[string]*oltState{},
 		brands: map[string]string{}, silences: map[string]streams.SilenceUpserted{}, active: map[string]*activeAlert{},
 		pending: map[string]struct{}{}, pendingByPON: map[ponKey]map[string]struct{}{}, flapping: map[string]ONUKey{}, timed: map[string]struct{}{},
-		dirty: map[stateID]bool{},
+		dirty: map[stateID]bool{}, thCache: map[string]*Thresholds{},
 	}
 }
 
@@ -177,8 +155,22 @@ func (e *Engine) touchAlert(key string) {
 	e.dirty[stateID{"alert", key}] = true
 }
 
-// thresholds of an OLT: its brand's profile, then the OLT.
+// thresholds of an OLT: its brand's profile, then the OLT; cached until
+// an OLT, brand or job changes (dropThresholds).
 func (e *Engine) thresholds(olt string) Thresholds {
+	if t, ok := e.thCache[olt]; ok {
+		return *t
+	}
+	t := e.thresholdsOf(olt)
+	if len(e.thCache) < e.limits.MaxOLTs {
+		e.thCache[olt] = &t
+	}
+	return t
+}
+
+func (e *Engine) dropThresholds() { clear(e.thCache) }
+
+func (e *Engine) thresholdsOf(olt string) Thresholds {
 	o := e.olts[olt]
 	if o == nil {
 		return e.rules.For(olt, "")
@@ -211,10 +203,10 @@ func (e *Engine) OnONU(ev streams.ONUChanged) {
 		e.removeONU(k, at)
 		return
 	}
-	o := e.onus[k]
+	o := e.onus.get(k)
 	pk := ponKey{k.OLT, k.PON}
 	if o == nil {
-		if len(e.onus) >= e.limits.MaxONUs {
+		if e.onus.len() >= e.limits.MaxONUs {
 			e.Dropped++
 			return
 		}
@@ -240,35 +232,38 @@ func (e *Engine) OnONU(ev streams.ONUChanged) {
 		}
 		p.Members++
 		e.touchPON(pk)
-		o = &onuState{ONUKey: k}
-		e.onus[k] = o
+		o = e.onus.add(k)
 	}
 	e.touchONU(k)
 	cur := ev.Current
-	if cur.Serial != "" {
-		o.Serial = bounded(cur.Serial, 64)
-	}
-	if cur.Description != "" {
-		o.Description = bounded(cur.Description, 256)
+	if cur.Serial != "" || cur.Description != "" {
+		serial, desc := o.serial(), o.description()
+		if cur.Serial != "" {
+			serial = bounded(cur.Serial, 64)
+		}
+		if cur.Description != "" {
+			desc = bounded(cur.Description, 256)
+		}
+		o.setText(serial, desc)
 	}
 	if cur.PortName != "" {
-		o.Port = bounded(ponOfPort(cur.PortName), 64)
-		if p := e.pons[pk]; p != nil && p.Port != o.Port {
-			p.Port = o.Port
+		port := bounded(ponOfPort(cur.PortName), 64)
+		if p := e.pons[pk]; p != nil && p.Port != port {
+			p.Port = strings.Clone(port)
 			e.touchPON(pk)
 		}
 	}
 	th := e.thresholds(k.OLT)
-	if cur.Status != "" && cur.Status != o.Status {
-		first := o.Status == ""
+	if status := e.strs.get(o.status); cur.Status != "" && cur.Status != status {
+		first := status == ""
 		down := cur.Status != statusOnline
-		o.Status = bounded(cur.Status, 32)
+		o.status = e.strs.intern(bounded(cur.Status, 32))
 		switch {
 		case down && !o.Down:
 			o.Down = true
-			o.Cause = bounded(cur.LastDownCause, 64)
-			if o.Cause == "" {
-				o.Cause = o.Status
+			o.cause = e.strs.intern(bounded(cur.LastDownCause, 64))
+			if o.cause == 0 {
+				o.cause = o.status
 			}
 			if !first {
 				e.statusChange(o, at, th)
@@ -282,13 +277,13 @@ func (e *Engine) OnONU(ev streams.ONUChanged) {
 	}
 	if cur.RxPowerDBm != nil && !o.Down && finite(*cur.RxPowerDBm) {
 		v := *cur.RxPowerDBm
-		o.Rx = &v
+		o.rx = float32(v)
 		e.optical(o, streams.RuleONURxLow, streams.RuleONURxHigh, v, th.ONURxLowDBm, th.ONURxHighDBm, th, at)
 		e.drift(o, v, th, at)
 	}
 	if cur.OLTRxPowerDBm != nil && !o.Down && finite(*cur.OLTRxPowerDBm) {
 		v := *cur.OLTRxPowerDBm
-		o.OLTRx = &v
+		o.oltRx = float32(v)
 		e.optical(o, streams.RuleOLTRxLow, streams.RuleOLTRxHigh, v, th.OLTRxLowDBm, th.OLTRxHighDBm, th, at)
 	}
 }
@@ -304,22 +299,25 @@ func bounded(s string, n int) string {
 
 // statusChange records a status change for the flapping rule.
 func (e *Engine) statusChange(o *onuState, at time.Time, th Thresholds) {
-	cut := at.Add(-th.FlapWindow)
-	keep := o.Changes[:0]
-	for _, t := range o.Changes {
-		if t.After(cut) {
+	cut := at.Add(-th.FlapWindow).UnixNano()
+	keep := o.changes[:0]
+	for _, t := range o.changes {
+		if t > cut {
 			keep = append(keep, t)
 		}
 	}
-	o.Changes = append(keep, at)
-	if len(o.Changes) > MaxFlapChanges {
-		o.Changes = o.Changes[len(o.Changes)-MaxFlapChanges:]
+	o.changes = append(keep, at.UnixNano())
+	if len(o.changes) > MaxFlapChanges {
+		o.changes = o.changes[len(o.changes)-MaxFlapChanges:]
+	}
+	if len(o.changes) == 1 && cap(o.changes) > 4 {
+		o.changes = append([]int64(nil), o.changes...) // calm again: give the memory back
 	}
 	key := alertKey(streams.RuleONUFlapping, o.ONUKey)
-	if len(o.Changes) > th.FlapChanges {
+	if len(o.changes) > th.FlapChanges {
 		if _, ok := e.active[key]; !ok {
-			v := float64(len(o.Changes))
-			e.fire(e.onuAlert(streams.RuleONUFlapping, o, at, &v, "changes", fmt.Sprintf("ONU %s changed status %d times in %s", o.name(), len(o.Changes), th.FlapWindow)), false, "")
+			v := float64(len(o.changes))
+			e.fire(e.onuAlert(streams.RuleONUFlapping, o, at, &v, "changes", fmt.Sprintf("ONU %s changed status %d times in %s", o.name(), len(o.changes), th.FlapWindow)), false, "")
 		}
 	}
 	if _, ok := e.active[key]; ok {
@@ -328,8 +326,8 @@ func (e *Engine) statusChange(o *onuState, at time.Time, th Thresholds) {
 }
 
 func (o *onuState) name() string {
-	if o.Serial != "" {
-		return o.Serial
+	if s := o.serial(); s != "" {
+		return s
 	}
 	return fmt.Sprintf("%s pon %d onu %d", o.OLT, o.PON, o.ONU)
 }
@@ -349,8 +347,8 @@ func (e *Engine) onuDown(o *onuState, at time.Time, th Thresholds, transition bo
 		e.checkPON(p, at, th)
 		return
 	}
-	a := e.onuAlert(streams.RuleONUDown, o, at, nil, "", fmt.Sprintf("ONU %s is %s", o.name(), o.Status))
-	a.Cause = o.Cause
+	a := e.onuAlert(streams.RuleONUDown, o, at, nil, "", fmt.Sprintf("ONU %s is %s", o.name(), e.strs.get(o.status)))
+	a.Cause = e.strs.get(o.cause)
 	if inc := e.incidentOf(o); inc != "" {
 		e.fire(a, true, inc)
 	} else if th.ONUDownHold > 0 {
@@ -517,7 +515,7 @@ func (e *Engine) onuUp(o *onuState, at time.Time, th Thresholds) {
 }
 
 func (e *Engine) removeONU(k ONUKey, at time.Time) {
-	o := e.onus[k]
+	o := e.onus.get(k)
 	if o == nil {
 		return
 	}
@@ -535,7 +533,7 @@ func (e *Engine) removeONU(k ONUKey, at time.Time) {
 			e.checkPON(p, at, e.thresholds(k.OLT))
 		}
 	}
-	delete(e.onus, k)
+	e.onus.del(k)
 	e.touchONU(k)
 }
 
@@ -565,7 +563,7 @@ func (e *Engine) optical(o *onuState, lowRule, highRule string, v, low, high flo
 // drift records v in the ONU's daily means and compares it with the
 // baseline: the median of the previous days' means.
 func (e *Engine) drift(o *onuState, v float64, th Thresholds, at time.Time) {
-	day := at.Unix() / 86400
+	day := int32(at.Unix() / 86400)
 	if n := len(o.Days); n > 0 && o.Days[n-1].Day == day {
 		o.Days[n-1].Sum += v
 		o.Days[n-1].N++
@@ -575,7 +573,7 @@ func (e *Engine) drift(o *onuState, v float64, th Thresholds, at time.Time) {
 	// Keep today and the DriftDays before it.
 	keep := o.Days[:0]
 	for _, d := range o.Days {
-		if d.Day >= day-int64(th.DriftDays) {
+		if d.Day >= day-int32(th.DriftDays) {
 			keep = append(keep, d)
 		}
 	}
@@ -711,6 +709,7 @@ func (e *Engine) OnOLT(u streams.OLTUpserted, at time.Time) {
 	}
 	o.Name, o.Brand = bounded(u.Name, 128), u.BrandID
 	e.touchOLT(u.ID)
+	e.dropThresholds()
 	key := oltAlertKey(streams.RuleOLTAutoDisabled, u.ID)
 	if a, ok := e.active[key]; ok && u.Enabled && at.After(a.A.StartsAt) {
 		e.resolve(key, at)
@@ -733,11 +732,16 @@ func (e *Engine) OnOLTDeleted(id string, at time.Time) {
 			e.resolve(key, at)
 		}
 	}
-	for k := range e.onus {
-		if k.OLT == id {
-			delete(e.onus, k)
-			e.touchONU(k)
+	var gone []ONUKey
+	e.onus.each(func(o *onuState) bool {
+		if o.OLT == id {
+			gone = append(gone, o.ONUKey)
 		}
+		return true
+	})
+	for _, k := range gone {
+		e.onus.del(k)
+		e.touchONU(k)
 	}
 	for k := range e.pons {
 		if k.OLT == id {
@@ -747,6 +751,7 @@ func (e *Engine) OnOLTDeleted(id string, at time.Time) {
 	}
 	delete(e.olts, id)
 	e.touchOLT(id)
+	e.dropThresholds()
 }
 
 // OnBrand records a brand's vendor profile.
@@ -757,6 +762,7 @@ func (e *Engine) OnBrand(id, profile string) {
 	}
 	e.brands[id] = profile
 	e.dirty[stateID{"brand", id}] = true
+	e.dropThresholds()
 }
 
 // OnSilence records a silence (nil s with id: deleted).
@@ -808,8 +814,8 @@ func (e *Engine) Tick(now time.Time) {
 	}
 	for _, key := range sortedKeys(e.flapping) {
 		k := e.flapping[key]
-		o := e.onus[k]
-		if o == nil || len(o.Changes) == 0 || now.Sub(o.Changes[len(o.Changes)-1]) >= e.thresholds(k.OLT).FlapWindow {
+		o := e.onus.get(k)
+		if o == nil || len(o.changes) == 0 || now.Sub(time.Unix(0, o.changes[len(o.changes)-1])) >= e.thresholds(k.OLT).FlapWindow {
 			e.resolve(key, now)
 		}
 	}
@@ -838,11 +844,12 @@ func (e *Engine) onuAlert(rule string, o *onuState, at time.Time, v *float64, un
 	a.Key = alertKey(rule, o.ONUKey)
 	pon, onu := o.PON, o.ONU
 	a.PonIndex, a.ONUID = &pon, &onu
-	a.Pon = o.Port
-	if a.Pon == "" {
+	if p := e.pons[ponKey{o.OLT, o.PON}]; p != nil {
+		a.Pon = ponName(p)
+	} else {
 		a.Pon = strconv.FormatInt(pon, 10)
 	}
-	a.Serial, a.Description = o.Serial, o.Description
+	a.Serial, a.Description = o.serial(), o.description()
 	if v != nil {
 		x := math.Round(*v*100) / 100
 		a.Value = &x

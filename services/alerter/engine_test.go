@@ -284,8 +284,8 @@ func TestEngineBounds(t *testing.T) {
 	l.MaxONUs = 10
 	e := NewEngine(Rules{}, l)
 	seedPON(e, 1, 20, t0)
-	if len(e.onus) != 10 || e.Dropped != 10 {
-		t.Errorf("%d ONUs tracked, %d dropped; want 10 and 10", len(e.onus), e.Dropped)
+	if e.onus.len() != 10 || e.Dropped != 10 {
+		t.Errorf("%d ONUs tracked, %d dropped; want 10 and 10", e.onus.len(), e.Dropped)
 	}
 }
 

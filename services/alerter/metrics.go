@@ -90,19 +90,20 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descFiring, prometheus.GaugeValue, float64(n), k.rule, k.sev)
 	}
 	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(e.Dropped))
-	for kind, n := range map[string]int{"onu": len(e.onus), "pon": len(e.pons), "olt": len(e.olts), "alert": len(e.active), "silence": len(e.silences)} {
+	for kind, n := range map[string]int{"onu": e.onus.len(), "pon": len(e.pons), "olt": len(e.olts), "alert": len(e.active), "silence": len(e.silences)} {
 		ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(n), kind)
 	}
 	if c.a.cfg.PONGaugesOff {
 		return
 	}
 	rx := map[ponKey][]float64{}
-	for k, o := range e.onus {
-		if !o.Down && o.Rx != nil {
-			pk := ponKey{k.OLT, k.PON}
-			rx[pk] = append(rx[pk], *o.Rx)
+	e.onus.each(func(o *onuState) bool {
+		if !o.Down && hasReading(o.rx) {
+			pk := ponKey{o.OLT, o.PON}
+			rx[pk] = append(rx[pk], dBm(o.rx))
 		}
-	}
+		return true
+	})
 	for pk, p := range e.pons {
 		pon := ponName(p)
 		ch <- prometheus.MustNewConstMetric(descPONONUs, prometheus.GaugeValue, float64(p.Members), pk.OLT, pon, "total")

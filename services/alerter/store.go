@@ -44,11 +44,11 @@ func load(ctx context.Context, db *pgxpool.Pool, rules Rules, limits Limits) (*E
 func (e *Engine) restore(kind, key string, b []byte) error {
 	switch kind {
 	case "onu":
-		var o onuState
+		var o onuJSON
 		if err := json.Unmarshal(b, &o); err != nil {
 			return err
 		}
-		e.onus[o.ONUKey] = &o
+		e.restoreONU(o)
 	case "pon":
 		var p ponState
 		if err := json.Unmarshal(b, &p); err != nil {
@@ -102,8 +102,8 @@ func (e *Engine) value(id stateID) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if o := e.onus[k]; o != nil {
-			return o, nil
+		if o := e.onus.get(k); o != nil {
+			return e.onuJSON(o), nil
 		}
 	case "pon":
 		i := strings.LastIndexByte(id.Key, '/')
