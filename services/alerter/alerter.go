@@ -231,7 +231,11 @@ func (a *alerter) transitions(out []Transition) {
 		return
 	}
 	for _, t := range out {
-		a.m.transitions.WithLabelValues(t.Alert.Rule, t.Alert.State).Inc()
+		state := t.Alert.State
+		if t.Update {
+			state = streams.AlertStateUpdated
+		}
+		a.m.transitions.WithLabelValues(t.Alert.Rule, state).Inc()
 	}
 	select {
 	case a.wake <- struct{}{}:

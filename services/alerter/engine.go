@@ -82,6 +82,9 @@ type activeAlert struct {
 	// Until: an alert about a point event (a quota violation) resolves
 	// then.
 	Until *time.Time `json:"until,omitempty"`
+	// Rev counts the updates of an incident's summary and value
+	// (alert.updated).
+	Rev int `json:"rev,omitempty"`
 }
 
 // Transition is an alert event the engine decided: published on
@@ -89,6 +92,10 @@ type activeAlert struct {
 type Transition struct {
 	Alert  streams.Alert
 	Notify bool
+	// Update: an incident's new summary and value (alert.updated, the
+	// Rev-th of its firing), published, never notified.
+	Update bool
+	Rev    int
 }
 
 // Engine evaluates the rules over the events it is given. It is not safe
@@ -115,6 +122,9 @@ type Engine struct {
 	timed        map[string]struct{}
 
 	thCache map[string]*Thresholds
+	// changed are the incidents (their alert keys) whose count may have
+	// changed since the last Take, with the time of the last change.
+	changed map[string]time.Time
 
 	dirty   map[stateID]bool
 	out     []Transition
@@ -132,12 +142,14 @@ func NewEngine(rules Rules, limits Limits) *Engine {
 		onus: newONUTable(), strs: newStrTable(), pons: map[ponKey]*ponState{}, olts: map[string]*oltState{},
 		brands: map[string]string{}, silences: map[string]streams.SilenceUpserted{}, active: map[string]*activeAlert{},
 		pending: map[string]struct{}{}, pendingByPON: map[ponKey]map[string]struct{}{}, flapping: map[string]ONUKey{}, timed: map[string]struct{}{},
-		dirty: map[stateID]bool{}, thCache: map[string]*Thresholds{},
+		dirty: map[stateID]bool{}, thCache: map[string]*Thresholds{}, changed: map[string]time.Time{},
 	}
 }
 
-// Take returns and clears what changed since the last Take.
+// Take returns and clears what changed since the last Take: an
+// incident whose count changed since gets one alert.updated.
 func (e *Engine) Take() (dirty map[stateID]bool, out []Transition) {
+	e.updateIncidents()
 	dirty, out = e.dirty, e.out
 	e.dirty, e.out = map[stateID]bool{}, nil
 	return dirty, out
@@ -336,6 +348,7 @@ func (e *Engine) onuDown(o *onuState, at time.Time, th Thresholds, transition bo
 	pk := ponKey{o.OLT, o.PON}
 	p := e.pons[pk]
 	p.Down++
+	e.incidentChanged(p.Incident, at)
 	if transition {
 		p.Recent = append(pruneRecent(p.Recent, at.Add(-th.OutageWindow)), downMark{o.ONU, at})
 		if len(p.Recent) > MaxONUsPerPON {
@@ -399,12 +412,12 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 		if !th.Enabled(streams.RulePONOutage) || !outage(n, p.Members, th.PONOutageONUs, th.PONOutagePercent) {
 			return
 		}
-		v := float64(n)
 		a := e.base(streams.RulePONOutage, p.OLT, at)
 		a.Key = ponAlertKey(streams.RulePONOutage, pk)
-		a.PonIndex, a.Pon = &p.PON, ponName(p)
-		a.Value, a.Unit = &v, "onus"
-		a.Summary = fmt.Sprintf("PON %s of OLT %s: %d of %d ONUs down (probable fiber cut)", a.Pon, e.oltName(p.OLT), n, p.Members)
+		pon := p.PON
+		a.PonIndex, a.Pon = &pon, ponName(p)
+		a.Unit = "onus"
+		a.Value, a.Summary = e.ponOutageSummary(p)
 		inc := ""
 		if ol := e.olts[p.OLT]; ol != nil && ol.Incident != "" {
 			inc = e.idOf(ol.Incident)
@@ -428,6 +441,7 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 		}
 		if ol := e.olts[p.OLT]; ol != nil {
 			ol.PONsOut++
+			e.incidentChanged(ol.Incident, at)
 			e.touchOLT(p.OLT)
 			e.checkOLT(ol, at, th)
 		}
@@ -436,6 +450,9 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 	if outage(p.Down, p.Members, th.PONOutageONUs, th.PONOutagePercent) {
 		return
 	}
+	if act := e.active[p.Incident]; act != nil {
+		act.A.Value, act.A.Summary = e.ponOutageSummary(p) // the count it ends at
+	}
 	e.resolve(p.Incident, at)
 	p.Incident = ""
 	e.touchPON(pk)
@@ -443,9 +460,99 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 		if ol.PONsOut > 0 {
 			ol.PONsOut--
 		}
+		e.incidentChanged(ol.Incident, at)
 		e.touchOLT(p.OLT)
 		e.checkOLT(ol, at, th)
 	}
+}
+
+// ponOutageSummary is a PON outage's value and summary as the PON is
+// now: its ONUs down.
+func (e *Engine) ponOutageSummary(p *ponState) (*float64, string) {
+	v := float64(p.Down)
+	return &v, fmt.Sprintf("PON %s of OLT %s: %d of %d ONUs down (probable fiber cut)", ponName(p), e.oltName(p.OLT), p.Down, p.Members)
+}
+
+// oltOutageSummary is an OLT outage's value and summary as the OLT is
+// now: its PONs in outage.
+func (e *Engine) oltOutageSummary(ol *oltState) (*float64, string) {
+	v := float64(ol.PONsOut)
+	return &v, fmt.Sprintf("OLT %s: %d of %d PONs in outage", e.oltName(ol.ID), ol.PONsOut, ol.PONs)
+}
+
+// incidentChanged notes that the count of the incident under key ("":
+// none) may have changed at at.
+func (e *Engine) incidentChanged(key string, at time.Time) {
+	if key != "" {
+		if t, ok := e.changed[key]; !ok || at.After(t) {
+			e.changed[key] = at
+		}
+	}
+}
+
+// updateIncidents makes one alert.updated per firing incident whose value
+// changed since its last event: its summary follows the outage.
+func (e *Engine) updateIncidents() {
+	if len(e.changed) == 0 {
+		return
+	}
+	for _, key := range sortedKeys(e.changed) {
+		at := e.changed[key]
+		act := e.active[key]
+		if act == nil || act.Pending {
+			continue
+		}
+		var v *float64
+		var summary string
+		switch act.A.Rule {
+		case streams.RulePONOutage:
+			if act.A.PonIndex == nil {
+				continue
+			}
+			p := e.pons[ponKey{act.A.OLTID, *act.A.PonIndex}]
+			if p == nil {
+				continue
+			}
+			v, summary = e.ponOutageSummary(p)
+		case streams.RuleOLTOutage:
+			ol := e.olts[act.A.OLTID]
+			if ol == nil {
+				continue
+			}
+			v, summary = e.oltOutageSummary(ol)
+		default:
+			continue
+		}
+		if act.A.Value != nil && *act.A.Value == *v && act.A.Summary == summary {
+			continue
+		}
+		act.A.Value, act.A.Summary = v, summary
+		// Fired since the last Take: its firing says it (no update).
+		if i := e.firingOut(key, act.A.ID); i >= 0 {
+			e.out[i].Alert.Value, e.out[i].Alert.Summary = v, summary
+			e.touchAlert(key)
+			continue
+		}
+		if at.After(act.A.ObservedAt) {
+			act.A.ObservedAt = at
+		}
+		act.Rev++
+		e.touchAlert(key)
+		e.out = append(e.out, Transition{Alert: act.A, Notify: false, Update: true, Rev: act.Rev})
+	}
+	clear(e.changed)
+}
+
+// firingOut is the index in out of the firing of alert id under key, -1
+// none.
+func (e *Engine) firingOut(key, id string) int {
+	for i := len(e.out) - 1; i >= 0; i-- {
+		t := e.out[i]
+		if t.Alert.Key == key && t.Alert.ID == id && !t.Update && t.Alert.State == streams.AlertStateFiring {
+			return i
+		}
+	}
+	return -1
 }
 
 func outage(down, members, minONUs int, pct float64) bool {
@@ -479,15 +586,17 @@ func (e *Engine) checkOLT(ol *oltState, at time.Time, th Thresholds) {
 	switch {
 	case on && ol.Incident == "" && th.Enabled(streams.RuleOLTOutage):
 		a := e.base(streams.RuleOLTOutage, ol.ID, at)
-		v := float64(ol.PONsOut)
-		a.Value, a.Unit = &v, "pons"
-		a.Summary = fmt.Sprintf("OLT %s: %d of %d PONs in outage", e.oltName(ol.ID), ol.PONsOut, ol.PONs)
+		a.Unit = "pons"
+		a.Value, a.Summary = e.oltOutageSummary(ol)
 		e.fire(a, false, "")
 		if e.idOf(a.Key) != "" {
 			ol.Incident = a.Key
 			e.touchOLT(ol.ID)
 		}
 	case !on && ol.Incident != "":
+		if act := e.active[ol.Incident]; act != nil {
+			act.A.Value, act.A.Summary = e.oltOutageSummary(ol) // the count it ends at
+		}
 		e.resolve(ol.Incident, at)
 		ol.Incident = ""
 		e.touchOLT(ol.ID)
@@ -500,6 +609,7 @@ func (e *Engine) onuUp(o *onuState, at time.Time, th Thresholds) {
 	if p.Down > 0 {
 		p.Down--
 	}
+	e.incidentChanged(p.Incident, at)
 	keep := p.Recent[:0]
 	for _, d := range p.Recent {
 		if d.ONU != o.ONU {
@@ -528,6 +638,7 @@ func (e *Engine) removeONU(k ONUKey, at time.Time) {
 		if o.Down && p.Down > 0 {
 			p.Down--
 		}
+		e.incidentChanged(p.Incident, at)
 		e.touchPON(pk)
 		if p.Incident != "" {
 			e.checkPON(p, at, e.thresholds(k.OLT))

@@ -1,6 +1,8 @@
 package alerter
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +29,9 @@ func count(out []Transition) map[string]int {
 	m := map[string]int{}
 	for _, t := range out {
 		k := t.Alert.Rule + "/" + t.Alert.State
+		if t.Update {
+			k = t.Alert.Rule + "/updated"
+		}
 		if t.Notify {
 			k += "/notify"
 		}
@@ -274,6 +279,66 @@ func TestEngineIncidentAndIDs(t *testing.T) {
 	for _, tr := range out {
 		if tr.Alert.Rule == streams.RulePONOutage && tr.Alert.ID == incident {
 			t.Errorf("a new outage re-used id %s", incident)
+		}
+	}
+}
+
+// An incident's summary and value follow the outage: its firing counts
+// the ONUs down when its group ends, each later group that changes the
+// count makes one alert.updated (never notified) with a new revision, and
+// its resolution carries the count it ended at.
+func TestEngineIncidentSummaryFollows(t *testing.T) {
+	e := NewEngine(Rules{}, testLimits())
+	seedPON(e, 1, 16, t0)
+	type step struct {
+		name   string
+		do     func()
+		events []string // rule/state(/revision) value "summary"
+	}
+	set := func(from, to int64, status string, at time.Time) func() {
+		return func() {
+			for i := from; i <= to; i++ {
+				var rx *float64
+				if status == "ONLINE" {
+					rx = f(-20)
+				}
+				e.OnONU(onuEv(1, i, status, rx, at))
+			}
+		}
+	}
+	for _, st := range []step{
+		{"cut of 12 in one group: the firing says 12", set(1, 12, "LOS", t0.Add(time.Minute)),
+			[]string{`pon_outage/firing 12 "PON 1 of OLT olt-1: 12 of 16 ONUs down (probable fiber cut)"`}},
+		{"4 more go down: one update", set(13, 16, "LOS", t0.Add(2*time.Minute)),
+			[]string{`pon_outage/updated/1 16 "PON 1 of OLT olt-1: 16 of 16 ONUs down (probable fiber cut)"`}},
+		{"6 come back: one update", set(1, 6, "ONLINE", t0.Add(3*time.Minute)),
+			[]string{`pon_outage/updated/2 10 "PON 1 of OLT olt-1: 10 of 16 ONUs down (probable fiber cut)"`}},
+		{"nothing changes the count: no update", set(1, 6, "ONLINE", t0.Add(4*time.Minute)), nil},
+		{"all back: resolved with the count it ended at", set(7, 16, "ONLINE", t0.Add(5*time.Minute)),
+			[]string{`pon_outage/resolved 3 "PON 1 of OLT olt-1: 3 of 16 ONUs down (probable fiber cut)"`}},
+	} {
+		st.do()
+		_, out := e.Take()
+		var got []string
+		for _, tr := range out {
+			if tr.Alert.Rule != streams.RulePONOutage {
+				continue
+			}
+			k := tr.Alert.Rule + "/" + tr.Alert.State
+			if tr.Update {
+				k = fmt.Sprintf("%s/updated/%d", tr.Alert.Rule, tr.Rev)
+				if tr.Notify {
+					t.Errorf("%s: an update is notified", st.name)
+				}
+			}
+			v := -1.0
+			if tr.Alert.Value != nil {
+				v = *tr.Alert.Value
+			}
+			got = append(got, fmt.Sprintf("%s %g %q", k, v, tr.Alert.Summary))
+		}
+		if !slices.Equal(got, st.events) {
+			t.Errorf("%s: %q, want %q", st.name, got, st.events)
 		}
 	}
 }

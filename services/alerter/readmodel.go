@@ -29,8 +29,8 @@ func ReadModels() []projection.ReadModel {
 
 // alertsDecoder projects one alert event into alerts, with the stream
 // sequence: a firing inserts the row, an update changes a firing row's
-// summary and value, a resolution ends it (a resolution never goes back
-// to firing), an acknowledgement records who and when. The live consumer
+// summary and value, a resolution ends it with its last summary and value
+// (a resolution never goes back to firing), an acknowledgement records who and when. The live consumer
 // applies these statements grouped (alertsloop.go); a rebuild one by one.
 func alertsDecoder(m jsrouter.Msg) (projection.Change, error) {
 	st, err := alertStatement(m)
@@ -57,7 +57,8 @@ const sqlAlertUpsert = `INSERT INTO alerts (id, key, rule, severity, state, olt_
 	summary, cause, value, unit, incident_id, inhibited, labels, starts_at, ends_at, stream_seq, updated_at)
 	VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), $8, NULLIF($9, ''), $10, NULLIF($11, ''), NULLIF($12, ''),
 	$13, NULLIF($14, ''), $15, NULLIF($16, ''), NULLIF($17, ''), $18, $19, $20, $21, $22, now())
-	ON CONFLICT (id) DO UPDATE SET state = excluded.state, ends_at = excluded.ends_at, stream_seq = excluded.stream_seq, updated_at = now()
+	ON CONFLICT (id) DO UPDATE SET state = excluded.state, ends_at = excluded.ends_at, summary = excluded.summary, value = excluded.value,
+		stream_seq = excluded.stream_seq, updated_at = now()
 	WHERE alerts.state = 'firing'`
 
 // An update changes only a firing row (an update after the resolution,

@@ -182,13 +182,20 @@ func (e *Engine) persist(ctx context.Context, tx pgx.Tx, dirty map[stateID]bool,
 	for _, t := range out {
 		a := t.Alert
 		msgID := "alert:" + a.ID + ":" + a.State
-		payload, err := streams.EncodeWithID(msgID, source, a.ObservedAt, a)
+		state := a.State
+		var ev streams.Event = a
+		if t.Update {
+			state = streams.AlertStateUpdated
+			msgID = "alert:" + a.ID + ":" + state + ":" + strconv.Itoa(t.Rev)
+			ev = streams.AlertUpdated(a)
+		}
+		payload, err := streams.EncodeWithID(msgID, source, a.ObservedAt, ev)
 		if err != nil {
 			return fmt.Errorf("encode alert %s: %w", msgID, err)
 		}
-		msgIDs, alertIDs, states = append(msgIDs, msgID), append(alertIDs, a.ID), append(states, a.State)
-		subjects, payloads, notify = append(subjects, streams.SubjectAlert(a.OLTID, a.State)), append(payloads, payload), append(notify, t.Notify)
-		if t.Notify {
+		msgIDs, alertIDs, states = append(msgIDs, msgID), append(alertIDs, a.ID), append(states, state)
+		subjects, payloads, notify = append(subjects, streams.SubjectAlert(a.OLTID, state)), append(payloads, payload), append(notify, t.Notify && !t.Update)
+		if t.Notify && !t.Update {
 			notifyIDs, notifyTypes = append(notifyIDs, msgID), append(notifyTypes, a.EventType())
 		}
 	}
