@@ -322,6 +322,30 @@ func (a *alerter) onConfig(m jsrouter.Msg) (func(*Engine), error) {
 			return nil, err
 		}
 		return func(e *Engine) { e.OnOLTDeleted(d.ID, env.Time) }, nil
+	case streams.TypeJobUpserted:
+		_, j, err := streams.DecodeOn[streams.JobUpserted](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnJob(j) }, nil
+	case streams.TypeJobDeleted:
+		_, j, err := streams.DecodeOn[streams.JobDeleted](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnJobDeleted(j.ID) }, nil
+	case streams.TypeJobOLTAssigned:
+		_, j, err := streams.DecodeOn[streams.JobOLTAssigned](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnAssignment(j.JobID, j.OLTID, j.Enabled) }, nil
+	case streams.TypeJobOLTUnassigned:
+		_, j, err := streams.DecodeOn[streams.JobOLTUnassigned](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnAssignment(j.JobID, j.OLTID, false) }, nil
 	case streams.TypeBrandUpserted:
 		_, b, err := streams.DecodeOn[streams.BrandUpserted](m.Subject, m.Data)
 		if err != nil {

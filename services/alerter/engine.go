@@ -68,6 +68,8 @@ type oltState struct {
 	PONs     int    `json:"pons"`
 	PONsOut  int    `json:"pons_out"`
 	Incident string `json:"incident,omitempty"`
+	// Jobs are the jobs assigned to it and enabled there.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // activeAlert is a firing alert (or one held before it fires).
@@ -111,6 +113,7 @@ type Engine struct {
 	pons     map[ponKey]*ponState
 	olts     map[string]*oltState
 	brands   map[string]string // brand id -> profile
+	jobs     map[string]jobState
 	silences map[string]streams.SilenceUpserted
 	active   map[string]*activeAlert
 
@@ -140,7 +143,7 @@ func NewEngine(rules Rules, limits Limits) *Engine {
 	return &Engine{
 		rules: rules, limits: limits,
 		onus: newONUTable(), strs: newStrTable(), pons: map[ponKey]*ponState{}, olts: map[string]*oltState{},
-		brands: map[string]string{}, silences: map[string]streams.SilenceUpserted{}, active: map[string]*activeAlert{},
+		brands: map[string]string{}, jobs: map[string]jobState{}, silences: map[string]streams.SilenceUpserted{}, active: map[string]*activeAlert{},
 		pending: map[string]struct{}{}, pendingByPON: map[ponKey]map[string]struct{}{}, flapping: map[string]ONUKey{}, timed: map[string]struct{}{},
 		dirty: map[stateID]bool{}, thCache: map[string]*Thresholds{}, changed: map[string]time.Time{},
 	}
@@ -183,15 +186,18 @@ func (e *Engine) thresholds(olt string) Thresholds {
 func (e *Engine) dropThresholds() { clear(e.thCache) }
 
 func (e *Engine) thresholdsOf(olt string) Thresholds {
-	o := e.olts[olt]
-	if o == nil {
-		return e.rules.For(olt, "")
+	var t Thresholds
+	if o := e.olts[olt]; o == nil {
+		t = e.rules.For(olt, "")
+	} else {
+		profile := e.brands[o.Brand]
+		if _, ok := e.rules.Profiles[profile]; !ok || profile == "" {
+			profile = o.Brand
+		}
+		t = e.rules.For(olt, profile)
 	}
-	profile := e.brands[o.Brand]
-	if _, ok := e.rules.Profiles[profile]; !ok || profile == "" {
-		profile = o.Brand
-	}
-	return e.rules.For(olt, profile)
+	t.OutageWindow = e.outageWindow(olt, t)
+	return t
 }
 
 func (e *Engine) olt(id string) *oltState {

@@ -343,6 +343,91 @@ func TestEngineIncidentSummaryFollows(t *testing.T) {
 	}
 }
 
+// The PON outage window is two cycles of the OLT's discovery: 4 ONUs
+// going down 90 s apart are one outage when the discovery runs every
+// 5 min (the first three were notified after their hold, the fourth is
+// under the incident), four ONU alerts when it runs every minute; an OLT
+// without a discovery job, or outage_cycles 0, takes the fixed
+// outage_window.
+func TestEngineOutageWindowFromDiscovery(t *testing.T) {
+	zero := 0
+	for _, c := range []struct {
+		name     string
+		rules    Rules
+		jobs     []streams.JobUpserted
+		assigned []string
+		want     map[string]int
+		window   time.Duration
+	}{
+		{"discovery every 5 min: 10 min window, one outage", Rules{},
+			[]streams.JobUpserted{{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 300, Enabled: true}}, []string{"disc"},
+			map[string]int{"pon_outage/firing/notify": 1, "onu_down/firing/notify": 3, "onu_down/firing": 1}, 10 * time.Minute},
+		{"discovery every minute: 2 min window, four ONU alerts", Rules{},
+			[]streams.JobUpserted{{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 60, Enabled: true}, {ID: "rx", Kind: streams.KindGet, IntervalSeconds: 3600, Enabled: true}}, []string{"disc", "rx"},
+			map[string]int{"onu_down/firing/notify": 4}, 2 * time.Minute},
+		{"the longest of two discovery jobs", Rules{},
+			[]streams.JobUpserted{{ID: "d1", Kind: streams.KindDiscovery, IntervalSeconds: 60, Enabled: true}, {ID: "d2", Kind: streams.KindDiscovery, IntervalSeconds: 240, Enabled: true}}, []string{"d1", "d2"},
+			map[string]int{"pon_outage/firing/notify": 1, "onu_down/firing/notify": 3, "onu_down/firing": 1}, 8 * time.Minute},
+		{"a disabled discovery job does not count: the fixed window", Rules{Global: Override{OutageWindow: ptr(2 * time.Minute)}},
+			[]streams.JobUpserted{{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 300, Enabled: false}}, []string{"disc"},
+			map[string]int{"onu_down/firing/notify": 4}, 2 * time.Minute},
+		{"no job: the fixed window (10 min)", Rules{}, nil, nil,
+			map[string]int{"pon_outage/firing/notify": 1, "onu_down/firing/notify": 3, "onu_down/firing": 1}, 10 * time.Minute},
+		{"outage_cycles 0: the fixed window whatever the job", Rules{Global: Override{OutageCycles: &zero, OutageWindow: ptr(2 * time.Minute)}},
+			[]streams.JobUpserted{{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 300, Enabled: true}}, []string{"disc"},
+			map[string]int{"onu_down/firing/notify": 4}, 2 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := NewEngine(c.rules, testLimits())
+			for _, j := range c.jobs {
+				e.OnJob(j)
+			}
+			for _, id := range c.assigned {
+				e.OnAssignment(id, "olt-1", true)
+			}
+			if w := e.thresholds("olt-1").OutageWindow; w != c.window {
+				t.Errorf("outage window %s, want %s", w, c.window)
+			}
+			seedPON(e, 1, 16, t0)
+			got := run(e, func() {
+				for i := int64(1); i <= 4; i++ {
+					at := t0.Add(time.Duration(i) * 90 * time.Second)
+					e.OnONU(onuEv(1, i, "LOS", nil, at))
+					e.Tick(at.Add(30 * time.Second))
+				}
+			})
+			if !equalMaps(got, c.want) {
+				t.Errorf("transitions %v, want %v", got, c.want)
+			}
+		})
+	}
+	// Unassigning the job goes back to the fixed window.
+	e := NewEngine(Rules{}, testLimits())
+	e.OnJob(streams.JobUpserted{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 60, Enabled: true})
+	e.OnAssignment("disc", "olt-1", true)
+	if w := e.thresholds("olt-1").OutageWindow; w != 2*time.Minute {
+		t.Fatalf("window %s, want 2m", w)
+	}
+	e.OnAssignment("disc", "olt-1", false)
+	if w := e.thresholds("olt-1").OutageWindow; w != 10*time.Minute {
+		t.Errorf("window after the unassignment %s, want 10m", w)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func equalMaps(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 // Bounds: ONUs past MaxONUs are dropped, not tracked.
 func TestEngineBounds(t *testing.T) {
 	l := testLimits()

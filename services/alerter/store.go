@@ -67,6 +67,12 @@ func (e *Engine) restore(kind, key string, b []byte) error {
 			return err
 		}
 		e.brands[key] = p
+	case "job":
+		var j jobState
+		if err := json.Unmarshal(b, &j); err != nil {
+			return err
+		}
+		e.jobs[key] = j
 	case "silence":
 		var s streams.SilenceUpserted
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -124,6 +130,10 @@ func (e *Engine) value(id stateID) (any, error) {
 	case "brand":
 		if p, ok := e.brands[id.Key]; ok {
 			return p, nil
+		}
+	case "job":
+		if j, ok := e.jobs[id.Key]; ok {
+			return j, nil
 		}
 	case "silence":
 		if s, ok := e.silences[id.Key]; ok {
