@@ -181,7 +181,13 @@ func TestEngineRules(t *testing.T) {
 				e.OnONU(onuEv(1, 2, "ONLINE", f(-20), t0.Add(2*time.Minute)))
 			})
 		}, map[string]int{"onu_rx_low/firing": 1, "onu_rx_low/resolved": 1}},
-		{"OLT unavailable then available", func(e *Engine) map[string]int {
+		{"OLT unreachable for less than the unavailable delay (a blip): no alert", func(e *Engine) map[string]int {
+			return run(e, func() {
+				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnreachable, Since: t0, ObservedAt: t0})
+				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityAvailable, Since: t0.Add(20 * time.Second), ObservedAt: t0.Add(20 * time.Second)})
+			})
+		}, map[string]int{}},
+		{"olt_unreachable fires at unavailable (unreachable for the 45 s delay), starting when it stopped answering; resolved at available", func(e *Engine) map[string]int {
 			return run(e, func() {
 				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnreachable, Since: t0, ObservedAt: t0})
 				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnavailable, Since: t0, ObservedAt: t0.Add(45 * time.Second)})
@@ -426,6 +432,26 @@ func equalMaps(a, b map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// olt_unreachable follows the availability state a NOC acts on:
+// unavailable (the OLT did not answer for the unavailable delay), not the
+// first unanswered request (unreachable); the alert starts when the OLT
+// stopped answering (the state's since) and carries the last error.
+func TestEngineOLTUnreachableAtUnavailable(t *testing.T) {
+	e := NewEngine(Rules{}, testLimits())
+	e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnreachable, Since: t0, ObservedAt: t0, LastError: "timeout"})
+	if _, out := e.Take(); len(out) != 0 {
+		t.Fatalf("unreachable fired %v", count(out))
+	}
+	e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnavailable, Since: t0, ObservedAt: t0.Add(45 * time.Second), LastError: "timeout"})
+	_, out := e.Take()
+	if len(out) != 1 || out[0].Alert.Rule != streams.RuleOLTUnreachable || !out[0].Notify {
+		t.Fatalf("unavailable: %v, want one olt_unreachable notified", count(out))
+	}
+	if a := out[0].Alert; !a.StartsAt.Equal(t0) || a.Cause != "timeout" || a.Severity != streams.SeverityCritical {
+		t.Errorf("alert starts_at %s cause %q severity %s; want %s, timeout, critical", a.StartsAt, a.Cause, a.Severity, t0)
+	}
 }
 
 // Bounds: ONUs past MaxONUs are dropped, not tracked.
