@@ -1,6 +1,7 @@
 package alerter
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -563,5 +564,63 @@ func TestLoadRules(t *testing.T) {
 	writeFile(t, p, "defaults:\n  onu_rx_lo_dbm: -28\n")
 	if _, err := LoadRules(p); err == nil || !strings.Contains(err.Error(), "onu_rx_lo_dbm") {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// The compact ONU state persists and loads back as it was (the persisted
+// JSON keeps its shape: a state written before the compact form loads).
+func TestONUStateRoundTrip(t *testing.T) {
+	e := NewEngine(Rules{}, testLimits())
+	for d := 3; d >= 1; d-- {
+		e.OnONU(onuEv(1, 2, "ONLINE", f(-19.5), t0.Add(-time.Duration(d)*24*time.Hour)))
+	}
+	seedPON(e, 1, 8, t0)
+	e.OnONU(onuEv(1, 2, "ONLINE", f(-19.37), t0.Add(time.Minute)))
+	e.OnONU(streams.ONUChanged{OLTID: "olt-1", PonIndex: 1, ONUID: 3, Change: streams.ONUStatusChanged,
+		Current: streams.ONUState{Serial: "HWTC0003", Description: "cliente tres", Status: "DYING_GASP", LastDownCause: "dying-gasp", PortName: "0/1/1:3"}, ObservedAt: t0.Add(time.Minute)})
+	e.OnONU(onuEv(1, 4, "LOS", nil, t0.Add(time.Minute)))
+	e.OnONU(onuEv(1, 4, "ONLINE", f(-21.5), t0.Add(2*time.Minute)))
+	dirty, _ := e.Take()
+	l := NewEngine(Rules{}, testLimits())
+	for id := range dirty {
+		v, err := e.value(id)
+		if err != nil {
+			t.Fatalf("value %v: %v", id, err)
+		}
+		if v == nil {
+			continue // gone (a resolved alert)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.restore(id.Kind, id.Key, b); err != nil {
+			t.Fatalf("restore %v: %v", id, err)
+		}
+	}
+	for _, k := range []ONUKey{{"olt-1", 1, 2}, {"olt-1", 1, 3}, {"olt-1", 1, 4}} {
+		a, _ := json.Marshal(e.onuJSON(e.onus.get(k)))
+		b, _ := json.Marshal(l.onuJSON(l.onus.get(k)))
+		if string(a) != string(b) {
+			t.Errorf("ONU %v: %s, loaded back %s", k, a, b)
+		}
+	}
+	o := l.onus.get(ONUKey{"olt-1", 1, 3})
+	if o.serial() != "HWTC0003" || o.description() != "cliente tres" || l.strs.get(o.status) != "DYING_GASP" || l.strs.get(o.cause) != "dying-gasp" || !o.Down {
+		t.Errorf("ONU 3 loaded as %+v", l.onuJSON(o))
+	}
+	if j := l.onuJSON(l.onus.get(ONUKey{"olt-1", 1, 2})); j.Rx == nil || *j.Rx != -19.37 || len(j.Days) != 4 || j.Days[3].N != 2 {
+		t.Errorf("ONU 2 loaded as %+v, want rx -19.37, 3 days and today's 2 readings", j)
+	}
+	if j := l.onuJSON(l.onus.get(ONUKey{"olt-1", 1, 4})); len(j.Changes) != 2 || !j.Changes[1].Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("ONU 4's status changes %v", j.Changes)
+	}
+	// A state written by the earlier form (pointers, a port) loads.
+	old := `{"olt_id":"olt-9","pon_index":7,"onu_id":1,"serial":"ZTEG1","port":"0/7/1:1","status":"ONLINE","rx":-22.25,"changes":["2026-11-20T10:00:00Z"],"days":[{"d":20412,"s":-44.5,"n":2}]}`
+	if err := l.restore("onu", "olt-9/7/1", []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	if j := l.onuJSON(l.onus.get(ONUKey{"olt-9", 7, 1})); j.Serial != "ZTEG1" || *j.Rx != -22.25 || len(j.Changes) != 1 || j.Days[0].N != 2 {
+		t.Errorf("earlier form loaded as %+v", j)
 	}
 }
