@@ -227,6 +227,21 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(rate, "events/s")
 	b.Logf("%d OLTs x %d ONUs, %d cycles of 10 %% status changes (%d events, cycle spread over %s) in %s: %.0f events/s, consumer lag p50 <= %.3f s, p99 <= %.3f s, CPU %.1f us/event (alerter + embedded NATS; Postgres not counted), %d alerts active or held; lock + evaluation + transaction p50 <= %.4f s, p99 <= %.4f s",
 		olts, perOLT, cycles, events, interval, elapsed.Round(time.Millisecond), rate, p50, p99, float64(cpu.Microseconds())/float64(events), firing, e50, e99)
+	if mfs, err := reg.Gather(); err == nil {
+		byState := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() == "facho_alerter_transitions_total" {
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "state" {
+							byState[l.GetValue()] += m.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+		}
+		b.Logf("alert events decided since start: %v", byState)
+	}
 	b.Logf("Go runtime over the cycles: %d garbage collections, %.1f %% of the CPU in the collector since start, heap %d MiB at the end",
 		ms1.NumGC-ms0.NumGC, 100*ms1.GCCPUFraction, ms1.HeapAlloc>>20)
 	// The alerts read model (another consumer of the same process): how

@@ -57,7 +57,7 @@ func TestAlertsSurviveARestartOfEverything(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ids, err := devstack.ConfigureHuawei(ctx, &devstack.Client{BaseURL: s.APIURL, Token: token}, fleet.OLTs(), devstack.DemoOptions{Community: "e2e-secret-community", IntervalSeconds: 5})
+	ids, err := devstack.ConfigureHuawei(ctx, &devstack.Client{BaseURL: s.APIURL, Token: token}, fleet.OLTs(), devstack.DemoOptions{Community: "e2e-secret-community", IntervalSeconds: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
