@@ -262,7 +262,8 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamNotify, ConsumerAlerterNotify, SubjectsNotify, "alerter: quota violations, auto-disabled OLTs", ProjectionAckWait, 10)),
 		ordered(mk(StreamConfig, ConsumerAlerterConfig, SubjectsConfig, "alerter: OLT names, brands, silences", ProjectionAckWait, 10)),
 		ordered(mk(StreamAlert, ConsumerAlerterAcks, SubjectsAlertAcknowledged, "alerter: acknowledgements", ProjectionAckWait, 10)),
-		ordered(mk(StreamAlert, ConsumerAlerterAlerts, SubjectsAlert, "alerter: alerts read model", ProjectionAckWait, 10)),
+		// Grouped: the alerts read model is applied in groups as well.
+		grouped(mk(StreamAlert, ConsumerAlerterAlerts, SubjectsAlert, "alerter: alerts read model", ProjectionAckWait, 10)),
 		ordered(mk(StreamOLT, ConsumerProjectorOLT, SubjectsOLTAvailability, "projector: olt_availability", ProjectionAckWait, 10)),
 	)
 }

@@ -63,6 +63,8 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 		return "facho.alert.*." + AlertStateResolved, true
 	case TypeAlertAcknowledged:
 		return "facho.alert.*." + AlertStateAcknowledged, true
+	case TypeAlertUpdated:
+		return "facho.alert.*." + AlertStateUpdated, true
 	}
 	return "", false
 }

@@ -78,6 +78,8 @@ func subjectOf(t *testing.T, ev Event) string {
 		return SubjectAlert(e.OLTID, e.State)
 	case AlertAcknowledged:
 		return SubjectAlert(e.OLTID, AlertStateAcknowledged)
+	case AlertUpdated:
+		return SubjectAlert(e.OLTID, AlertStateUpdated)
 	}
 	t.Fatalf("no subject for %T", ev)
 	return ""

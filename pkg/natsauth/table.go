@@ -177,7 +177,7 @@ func Table() []Identity {
 		{
 			Name:        Alerter,
 			Description: "evaluates the alert rules and sends alerts (Alertmanager, webhooks)",
-			Publish:     []string{streams.SubjectAlert("*", streams.AlertStateFiring), streams.SubjectAlert("*", streams.AlertStateResolved)},
+			Publish:     []string{streams.SubjectAlert("*", streams.AlertStateFiring), streams.SubjectAlert("*", streams.AlertStateResolved), streams.SubjectAlert("*", streams.AlertStateUpdated)},
 			Ordered:     []string{streams.StreamConfig, streams.StreamONU, streams.StreamExec, streams.StreamOLT, streams.StreamNotify, streams.StreamAlert},
 			ReadMsgs:    []string{streams.StreamAlert, streams.StreamOLT},
 			Consumers: []string{streams.ConsumerAlerterONU, streams.ConsumerAlerterOLT, streams.ConsumerAlerterExec, streams.ConsumerAlerterNotify,

@@ -111,11 +111,11 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	router.Handle(streams.StreamNotify, streams.ConsumerAlerterNotify, a.handler(a.onNotify))
 	router.Handle(streams.StreamConfig, streams.ConsumerAlerterConfig, a.handler(a.onConfig))
 	router.Handle(streams.StreamAlert, streams.ConsumerAlerterAcks, a.handler(a.onAck))
-	router.Handle(streams.StreamAlert, streams.ConsumerAlerterAlerts, projection.Handler(deps.DB, projection.SubjectChecked(alertsDecoder)))
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(gctx) })
 	g.Go(func() error { return a.onuLoop(gctx) })
+	g.Go(func() error { return a.alertsLoop(gctx) })
 	g.Go(func() error { return a.watchLeader(gctx, conn) })
 	g.Go(func() error { return a.tickLoop(gctx) })
 	g.Go(func() error { return a.publishLoop(gctx) })
@@ -231,7 +231,11 @@ func (a *alerter) transitions(out []Transition) {
 		return
 	}
 	for _, t := range out {
-		a.m.transitions.WithLabelValues(t.Alert.Rule, t.Alert.State).Inc()
+		state := t.Alert.State
+		if t.Update {
+			state = streams.AlertStateUpdated
+		}
+		a.m.transitions.WithLabelValues(t.Alert.Rule, state).Inc()
 	}
 	select {
 	case a.wake <- struct{}{}:
@@ -318,6 +322,30 @@ func (a *alerter) onConfig(m jsrouter.Msg) (func(*Engine), error) {
 			return nil, err
 		}
 		return func(e *Engine) { e.OnOLTDeleted(d.ID, env.Time) }, nil
+	case streams.TypeJobUpserted:
+		_, j, err := streams.DecodeOn[streams.JobUpserted](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnJob(j) }, nil
+	case streams.TypeJobDeleted:
+		_, j, err := streams.DecodeOn[streams.JobDeleted](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnJobDeleted(j.ID) }, nil
+	case streams.TypeJobOLTAssigned:
+		_, j, err := streams.DecodeOn[streams.JobOLTAssigned](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnAssignment(j.JobID, j.OLTID, j.Enabled) }, nil
+	case streams.TypeJobOLTUnassigned:
+		_, j, err := streams.DecodeOn[streams.JobOLTUnassigned](m.Subject, m.Data)
+		if err != nil {
+			return nil, err
+		}
+		return func(e *Engine) { e.OnAssignment(j.JobID, j.OLTID, false) }, nil
 	case streams.TypeBrandUpserted:
 		_, b, err := streams.DecodeOn[streams.BrandUpserted](m.Subject, m.Data)
 		if err != nil {

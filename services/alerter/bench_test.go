@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"syscall"
@@ -198,6 +199,8 @@ func BenchmarkScale(b *testing.B) {
 	lagBefore := histogram(b, reg, "facho_alerter_onu_lag_seconds")
 	evalBefore := histogram(b, reg, "facho_alerter_eval_seconds")
 	cpu0 := cpuTime()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	events := 0
 	b.ResetTimer()
 	start := time.Now()
@@ -208,6 +211,7 @@ func BenchmarkScale(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	cpu := cpuTime() - cpu0
+	runtime.ReadMemStats(&ms1)
 	lag := histogram(b, reg, "facho_alerter_onu_lag_seconds")
 	p50, p99 := quantile(lag, lagBefore, 0.5), quantile(lag, lagBefore, 0.99)
 	// eval: a group's wait for the engine's lock, evaluation and
@@ -223,6 +227,32 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(rate, "events/s")
 	b.Logf("%d OLTs x %d ONUs, %d cycles of 10 %% status changes (%d events, cycle spread over %s) in %s: %.0f events/s, consumer lag p50 <= %.3f s, p99 <= %.3f s, CPU %.1f us/event (alerter + embedded NATS; Postgres not counted), %d alerts active or held; lock + evaluation + transaction p50 <= %.4f s, p99 <= %.4f s",
 		olts, perOLT, cycles, events, interval, elapsed.Round(time.Millisecond), rate, p50, p99, float64(cpu.Microseconds())/float64(events), firing, e50, e99)
+	if mfs, err := reg.Gather(); err == nil {
+		byState := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() == "facho_alerter_transitions_total" {
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "state" {
+							byState[l.GetValue()] += m.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+		}
+		b.Logf("alert events decided since start: %v", byState)
+	}
+	b.Logf("Go runtime over the cycles: %d garbage collections, %.1f %% of the CPU in the collector since start, heap %d MiB at the end",
+		ms1.NumGC-ms0.NumGC, 100*ms1.GCCPUFraction, ms1.HeapAlloc>>20)
+	// The alerts read model (another consumer of the same process): how
+	// far behind it is when the evaluation has caught up.
+	alertsBehind := streamLast(b, env.JS, streams.StreamAlert)
+	if cp, err := projection.Checkpoint(ctx, db, streams.ConsumerAlerterAlerts); err == nil {
+		alertsBehind -= cp
+	}
+	waitStart := time.Now()
+	waitCaughtUp(b, env.JS, db, streams.StreamAlert, streams.ConsumerAlerterAlerts)
+	b.Logf("alerts read model: %d alert events behind when the evaluation caught up, caught up %s later", alertsBehind, time.Since(waitStart).Round(time.Millisecond))
 	if interval <= 0 {
 		return
 	}
@@ -236,6 +266,19 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(bt/rate, "capacity_ratio")
 	b.Logf("capacity: a burst cycle of %d events evaluated at %.0f events/s (CPU %.1f us/event) = %.2f x the spread arrival rate of %.0f events/s",
 		n, bt, float64((cpuTime()-bcpu0).Microseconds())/float64(n), bt/rate, rate)
+}
+
+func streamLast(b testing.TB, js jetstream.JetStream, stream string) uint64 {
+	b.Helper()
+	s, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return info.State.LastSeq
 }
 
 func cpuTime() time.Duration {

@@ -9,21 +9,26 @@
 //	FACHO_OLT    olt.availability ────┤  alerter-olt     (olt_unreachable)
 //	FACHO_EXEC   execution.failed ────┤  alerter-exec    (olt_empty_read, from its cause)
 //	FACHO_NOTIFY notification ────────┤  alerter-notify  (quota_violation, olt_auto_disabled)
-//	FACHO_CONFIG olt/brand/silence ───┤  alerter-config  (OLT names, vendor profiles, silences)
+//	FACHO_CONFIG olt/brand/job/silence┤  alerter-config  (OLT names, vendor profiles, discovery
+//	                                  │                   intervals: the outage window, silences)
 //	FACHO_ALERT  alert.acknowledged ──┘  alerter-acks
 //	                   │
-//	                   ▼  one transaction per message (pkg/projection.Apply):
-//	      Engine (engine.go, in memory: one small struct per ONU, PON, OLT and active alert)
+//	                   ▼  one transaction per group of onu.changed (onuloop.go), per message
+//	                      for the others (pkg/projection.Apply):
+//	      Engine (engine.go, in memory: a compact, nearly pointer-free struct per ONU
+//	      (onustate.go), one per PON, OLT and active alert)
 //	      → changed state rows (alerter_state) + outbox rows (alerter_outbox)
 //	        + one delivery per receiver (alerter_deliveries) + the consumer checkpoint
 //	                   │
-//	      publishLoop ─┴─► FACHO_ALERT facho.alert.<olt_id>.<firing|resolved>
-//	                         Nats-Msg-Id alert:<id>:<state>
+//	      publishLoop ─┴─► FACHO_ALERT facho.alert.<olt_id>.<firing|resolved|updated>
+//	                         Nats-Msg-Id alert:<id>:<state>[:<revision>] (updated: an
+//	                         incident's count changed; published, never notified)
 //	      deliverLoop ───► Alertmanager POST /api/v2/alerts, webhooks (HMAC-signed)
 //	      resendLoop  ───► Alertmanager: firing alerts re-sent every ResendInterval
 //	      tickLoop    ───► held down alerts, calmed flapping, point alerts (own transaction)
 //
-//	FACHO_ALERT facho.alert.> ── alerter-alerts ──► alerts (read model; `facho rebuild alerts`)
+//	FACHO_ALERT facho.alert.> ── alerter-alerts ──► alerts (read model; `facho rebuild alerts`),
+//	                             in groups, one transaction each (alertsloop.go)
 //
 // The evaluation state, the outbox and the checkpoint move together, so a
 // restart or a redelivery neither loses a transition nor makes one twice;

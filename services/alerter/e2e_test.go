@@ -3,6 +3,7 @@ package alerter_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +71,9 @@ func startAlerterWith(t testing.TB, js jetstream.JetStream, db *pgxpool.Pool, bo
 			t.Errorf("alerter.Run: %v", err)
 		}
 	}()
-	return running{stop: func() { cancel(); wg.Wait() }, reg: reg}
+	stop := func() { cancel(); wg.Wait() }
+	t.Cleanup(stop) // before the database closes, if the test ends early
+	return running{stop: stop, reg: reg}
 }
 
 func waitFor(t testing.TB, what string, d time.Duration, ok func() bool) {
@@ -186,8 +189,19 @@ func TestEndToEnd(t *testing.T) {
 	run.stop()
 	run = second
 	time.Sleep(2 * time.Second) // a re-send period of the new replica
+	// The incident's summary follows the outage: half the PON back, the
+	// read model's row says 8 of 16 (an alert.updated, not notified).
+	waitFor(t, "the incident row at 16 of 16", 30*time.Second, func() bool {
+		return strings.Contains(incidentSummary(t, db), "PON 0/1/1 of OLT ") && strings.HasSuffix(incidentSummary(t, db), ": 16 of 16 ONUs down (probable fiber cut)")
+	})
 	back := time.Now().UTC()
-	for i := int64(1); i <= 16; i++ {
+	for i := int64(1); i <= 8; i++ {
+		onu(t, env.JS, 1, i, "ONLINE", fp(-20), back)
+	}
+	waitFor(t, "the incident row at 8 of 16", 30*time.Second, func() bool {
+		return strings.HasSuffix(incidentSummary(t, db), ": 8 of 16 ONUs down (probable fiber cut)")
+	})
+	for i := int64(9); i <= 16; i++ {
 		onu(t, env.JS, 1, i, "ONLINE", fp(-20), back)
 	}
 	onu(t, env.JS, 2, 1, "ONLINE", fp(-19), back)
@@ -240,6 +254,15 @@ func TestEndToEnd(t *testing.T) {
 	if !rep.Identical {
 		t.Errorf("rebuild of alerts differs from live: %s", rep.String())
 	}
+}
+
+// incidentSummary is the summary of the pon_outage row of the alerts
+// read model ("" none yet).
+func incidentSummary(t testing.TB, db *pgxpool.Pool) string {
+	t.Helper()
+	var s string
+	_ = db.QueryRow(context.Background(), `SELECT summary FROM alerts WHERE rule = 'pon_outage'`).Scan(&s)
+	return s
 }
 
 // checkSignature verifies every webhook delivery's HMAC signature as a

@@ -42,31 +42,6 @@ type ponKey struct {
 	PON int64
 }
 
-// onuState is all the engine keeps of one ONU.
-type onuState struct {
-	ONUKey
-	Serial      string   `json:"serial,omitempty"`
-	Description string   `json:"description,omitempty"`
-	Port        string   `json:"port,omitempty"`
-	Status      string   `json:"status,omitempty"`
-	Down        bool     `json:"down,omitempty"`
-	Cause       string   `json:"cause,omitempty"`
-	Rx          *float64 `json:"rx,omitempty"`
-	OLTRx       *float64 `json:"olt_rx,omitempty"`
-	// Changes are the times of its recent status changes (online <->
-	// down), at most MaxFlapChanges.
-	Changes []time.Time `json:"changes,omitempty"`
-	// Days are its daily mean Rx, oldest first, at most MaxDriftDays+1
-	// (today and the baseline's days).
-	Days []dayMean `json:"days,omitempty"`
-}
-
-type dayMean struct {
-	Day int64   `json:"d"`
-	Sum float64 `json:"s"`
-	N   int     `json:"n"`
-}
-
 // ponState is all the engine keeps of one PON.
 type ponState struct {
 	OLT     string `json:"olt_id"`
@@ -93,6 +68,8 @@ type oltState struct {
 	PONs     int    `json:"pons"`
 	PONsOut  int    `json:"pons_out"`
 	Incident string `json:"incident,omitempty"`
+	// Jobs are the jobs assigned to it and enabled there.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // activeAlert is a firing alert (or one held before it fires).
@@ -107,6 +84,9 @@ type activeAlert struct {
 	// Until: an alert about a point event (a quota violation) resolves
 	// then.
 	Until *time.Time `json:"until,omitempty"`
+	// Rev counts the updates of an incident's summary and value
+	// (alert.updated).
+	Rev int `json:"rev,omitempty"`
 }
 
 // Transition is an alert event the engine decided: published on
@@ -114,6 +94,10 @@ type activeAlert struct {
 type Transition struct {
 	Alert  streams.Alert
 	Notify bool
+	// Update: an incident's new summary and value (alert.updated, the
+	// Rev-th of its firing), published, never notified.
+	Update bool
+	Rev    int
 }
 
 // Engine evaluates the rules over the events it is given. It is not safe
@@ -124,10 +108,12 @@ type Engine struct {
 	rules  Rules
 	limits Limits
 
-	onus     map[ONUKey]*onuState
+	onus     onuTable
+	strs     strTable // ONU statuses and causes
 	pons     map[ponKey]*ponState
 	olts     map[string]*oltState
 	brands   map[string]string // brand id -> profile
+	jobs     map[string]jobState
 	silences map[string]streams.SilenceUpserted
 	active   map[string]*activeAlert
 
@@ -137,6 +123,11 @@ type Engine struct {
 	pendingByPON map[ponKey]map[string]struct{}
 	flapping     map[string]ONUKey
 	timed        map[string]struct{}
+
+	thCache map[string]*Thresholds
+	// changed are the incidents (their alert keys) whose count may have
+	// changed since the last Take, with the time of the last change.
+	changed map[string]time.Time
 
 	dirty   map[stateID]bool
 	out     []Transition
@@ -151,15 +142,17 @@ type stateID struct{ Kind, Key string }
 func NewEngine(rules Rules, limits Limits) *Engine {
 	return &Engine{
 		rules: rules, limits: limits,
-		onus: map[ONUKey]*onuState{}, pons: map[ponKey]*ponState{}, olts: map[string]*oltState{},
-		brands: map[string]string{}, silences: map[string]streams.SilenceUpserted{}, active: map[string]*activeAlert{},
+		onus: newONUTable(), strs: newStrTable(), pons: map[ponKey]*ponState{}, olts: map[string]*oltState{},
+		brands: map[string]string{}, jobs: map[string]jobState{}, silences: map[string]streams.SilenceUpserted{}, active: map[string]*activeAlert{},
 		pending: map[string]struct{}{}, pendingByPON: map[ponKey]map[string]struct{}{}, flapping: map[string]ONUKey{}, timed: map[string]struct{}{},
-		dirty: map[stateID]bool{},
+		dirty: map[stateID]bool{}, thCache: map[string]*Thresholds{}, changed: map[string]time.Time{},
 	}
 }
 
-// Take returns and clears what changed since the last Take.
+// Take returns and clears what changed since the last Take: an
+// incident whose count changed since gets one alert.updated.
 func (e *Engine) Take() (dirty map[stateID]bool, out []Transition) {
+	e.updateIncidents()
 	dirty, out = e.dirty, e.out
 	e.dirty, e.out = map[stateID]bool{}, nil
 	return dirty, out
@@ -177,17 +170,34 @@ func (e *Engine) touchAlert(key string) {
 	e.dirty[stateID{"alert", key}] = true
 }
 
-// thresholds of an OLT: its brand's profile, then the OLT.
+// thresholds of an OLT: its brand's profile, then the OLT; cached until
+// an OLT, brand or job changes (dropThresholds).
 func (e *Engine) thresholds(olt string) Thresholds {
-	o := e.olts[olt]
-	if o == nil {
-		return e.rules.For(olt, "")
+	if t, ok := e.thCache[olt]; ok {
+		return *t
 	}
-	profile := e.brands[o.Brand]
-	if _, ok := e.rules.Profiles[profile]; !ok || profile == "" {
-		profile = o.Brand
+	t := e.thresholdsOf(olt)
+	if len(e.thCache) < e.limits.MaxOLTs {
+		e.thCache[olt] = &t
 	}
-	return e.rules.For(olt, profile)
+	return t
+}
+
+func (e *Engine) dropThresholds() { clear(e.thCache) }
+
+func (e *Engine) thresholdsOf(olt string) Thresholds {
+	var t Thresholds
+	if o := e.olts[olt]; o == nil {
+		t = e.rules.For(olt, "")
+	} else {
+		profile := e.brands[o.Brand]
+		if _, ok := e.rules.Profiles[profile]; !ok || profile == "" {
+			profile = o.Brand
+		}
+		t = e.rules.For(olt, profile)
+	}
+	t.OutageWindow = e.outageWindow(olt, t)
+	return t
 }
 
 func (e *Engine) olt(id string) *oltState {
@@ -211,10 +221,10 @@ func (e *Engine) OnONU(ev streams.ONUChanged) {
 		e.removeONU(k, at)
 		return
 	}
-	o := e.onus[k]
+	o := e.onus.get(k)
 	pk := ponKey{k.OLT, k.PON}
 	if o == nil {
-		if len(e.onus) >= e.limits.MaxONUs {
+		if e.onus.len() >= e.limits.MaxONUs {
 			e.Dropped++
 			return
 		}
@@ -240,35 +250,38 @@ func (e *Engine) OnONU(ev streams.ONUChanged) {
 		}
 		p.Members++
 		e.touchPON(pk)
-		o = &onuState{ONUKey: k}
-		e.onus[k] = o
+		o = e.onus.add(k)
 	}
 	e.touchONU(k)
 	cur := ev.Current
-	if cur.Serial != "" {
-		o.Serial = bounded(cur.Serial, 64)
-	}
-	if cur.Description != "" {
-		o.Description = bounded(cur.Description, 256)
+	if cur.Serial != "" || cur.Description != "" {
+		serial, desc := o.serial(), o.description()
+		if cur.Serial != "" {
+			serial = bounded(cur.Serial, 64)
+		}
+		if cur.Description != "" {
+			desc = bounded(cur.Description, 256)
+		}
+		o.setText(serial, desc)
 	}
 	if cur.PortName != "" {
-		o.Port = bounded(ponOfPort(cur.PortName), 64)
-		if p := e.pons[pk]; p != nil && p.Port != o.Port {
-			p.Port = o.Port
+		port := bounded(ponOfPort(cur.PortName), 64)
+		if p := e.pons[pk]; p != nil && p.Port != port {
+			p.Port = strings.Clone(port)
 			e.touchPON(pk)
 		}
 	}
 	th := e.thresholds(k.OLT)
-	if cur.Status != "" && cur.Status != o.Status {
-		first := o.Status == ""
+	if status := e.strs.get(o.status); cur.Status != "" && cur.Status != status {
+		first := status == ""
 		down := cur.Status != statusOnline
-		o.Status = bounded(cur.Status, 32)
+		o.status = e.strs.intern(bounded(cur.Status, 32))
 		switch {
 		case down && !o.Down:
 			o.Down = true
-			o.Cause = bounded(cur.LastDownCause, 64)
-			if o.Cause == "" {
-				o.Cause = o.Status
+			o.cause = e.strs.intern(bounded(cur.LastDownCause, 64))
+			if o.cause == 0 {
+				o.cause = o.status
 			}
 			if !first {
 				e.statusChange(o, at, th)
@@ -282,13 +295,13 @@ func (e *Engine) OnONU(ev streams.ONUChanged) {
 	}
 	if cur.RxPowerDBm != nil && !o.Down && finite(*cur.RxPowerDBm) {
 		v := *cur.RxPowerDBm
-		o.Rx = &v
+		o.rx = float32(v)
 		e.optical(o, streams.RuleONURxLow, streams.RuleONURxHigh, v, th.ONURxLowDBm, th.ONURxHighDBm, th, at)
 		e.drift(o, v, th, at)
 	}
 	if cur.OLTRxPowerDBm != nil && !o.Down && finite(*cur.OLTRxPowerDBm) {
 		v := *cur.OLTRxPowerDBm
-		o.OLTRx = &v
+		o.oltRx = float32(v)
 		e.optical(o, streams.RuleOLTRxLow, streams.RuleOLTRxHigh, v, th.OLTRxLowDBm, th.OLTRxHighDBm, th, at)
 	}
 }
@@ -304,22 +317,25 @@ func bounded(s string, n int) string {
 
 // statusChange records a status change for the flapping rule.
 func (e *Engine) statusChange(o *onuState, at time.Time, th Thresholds) {
-	cut := at.Add(-th.FlapWindow)
-	keep := o.Changes[:0]
-	for _, t := range o.Changes {
-		if t.After(cut) {
+	cut := at.Add(-th.FlapWindow).UnixNano()
+	keep := o.changes[:0]
+	for _, t := range o.changes {
+		if t > cut {
 			keep = append(keep, t)
 		}
 	}
-	o.Changes = append(keep, at)
-	if len(o.Changes) > MaxFlapChanges {
-		o.Changes = o.Changes[len(o.Changes)-MaxFlapChanges:]
+	o.changes = append(keep, at.UnixNano())
+	if len(o.changes) > MaxFlapChanges {
+		o.changes = o.changes[len(o.changes)-MaxFlapChanges:]
+	}
+	if len(o.changes) == 1 && cap(o.changes) > 4 {
+		o.changes = append([]int64(nil), o.changes...) // calm again: give the memory back
 	}
 	key := alertKey(streams.RuleONUFlapping, o.ONUKey)
-	if len(o.Changes) > th.FlapChanges {
+	if len(o.changes) > th.FlapChanges {
 		if _, ok := e.active[key]; !ok {
-			v := float64(len(o.Changes))
-			e.fire(e.onuAlert(streams.RuleONUFlapping, o, at, &v, "changes", fmt.Sprintf("ONU %s changed status %d times in %s", o.name(), len(o.Changes), th.FlapWindow)), false, "")
+			v := float64(len(o.changes))
+			e.fire(e.onuAlert(streams.RuleONUFlapping, o, at, &v, "changes", fmt.Sprintf("ONU %s changed status %d times in %s", o.name(), len(o.changes), th.FlapWindow)), false, "")
 		}
 	}
 	if _, ok := e.active[key]; ok {
@@ -328,8 +344,8 @@ func (e *Engine) statusChange(o *onuState, at time.Time, th Thresholds) {
 }
 
 func (o *onuState) name() string {
-	if o.Serial != "" {
-		return o.Serial
+	if s := o.serial(); s != "" {
+		return s
 	}
 	return fmt.Sprintf("%s pon %d onu %d", o.OLT, o.PON, o.ONU)
 }
@@ -338,6 +354,7 @@ func (e *Engine) onuDown(o *onuState, at time.Time, th Thresholds, transition bo
 	pk := ponKey{o.OLT, o.PON}
 	p := e.pons[pk]
 	p.Down++
+	e.incidentChanged(p.Incident, at)
 	if transition {
 		p.Recent = append(pruneRecent(p.Recent, at.Add(-th.OutageWindow)), downMark{o.ONU, at})
 		if len(p.Recent) > MaxONUsPerPON {
@@ -349,8 +366,8 @@ func (e *Engine) onuDown(o *onuState, at time.Time, th Thresholds, transition bo
 		e.checkPON(p, at, th)
 		return
 	}
-	a := e.onuAlert(streams.RuleONUDown, o, at, nil, "", fmt.Sprintf("ONU %s is %s", o.name(), o.Status))
-	a.Cause = o.Cause
+	a := e.onuAlert(streams.RuleONUDown, o, at, nil, "", fmt.Sprintf("ONU %s is %s", o.name(), e.strs.get(o.status)))
+	a.Cause = e.strs.get(o.cause)
 	if inc := e.incidentOf(o); inc != "" {
 		e.fire(a, true, inc)
 	} else if th.ONUDownHold > 0 {
@@ -401,12 +418,12 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 		if !th.Enabled(streams.RulePONOutage) || !outage(n, p.Members, th.PONOutageONUs, th.PONOutagePercent) {
 			return
 		}
-		v := float64(n)
 		a := e.base(streams.RulePONOutage, p.OLT, at)
 		a.Key = ponAlertKey(streams.RulePONOutage, pk)
-		a.PonIndex, a.Pon = &p.PON, ponName(p)
-		a.Value, a.Unit = &v, "onus"
-		a.Summary = fmt.Sprintf("PON %s of OLT %s: %d of %d ONUs down (probable fiber cut)", a.Pon, e.oltName(p.OLT), n, p.Members)
+		pon := p.PON
+		a.PonIndex, a.Pon = &pon, ponName(p)
+		a.Unit = "onus"
+		a.Value, a.Summary = e.ponOutageSummary(p)
 		inc := ""
 		if ol := e.olts[p.OLT]; ol != nil && ol.Incident != "" {
 			inc = e.idOf(ol.Incident)
@@ -430,6 +447,7 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 		}
 		if ol := e.olts[p.OLT]; ol != nil {
 			ol.PONsOut++
+			e.incidentChanged(ol.Incident, at)
 			e.touchOLT(p.OLT)
 			e.checkOLT(ol, at, th)
 		}
@@ -438,6 +456,9 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 	if outage(p.Down, p.Members, th.PONOutageONUs, th.PONOutagePercent) {
 		return
 	}
+	if act := e.active[p.Incident]; act != nil {
+		act.A.Value, act.A.Summary = e.ponOutageSummary(p) // the count it ends at
+	}
 	e.resolve(p.Incident, at)
 	p.Incident = ""
 	e.touchPON(pk)
@@ -445,9 +466,99 @@ func (e *Engine) checkPON(p *ponState, at time.Time, th Thresholds) {
 		if ol.PONsOut > 0 {
 			ol.PONsOut--
 		}
+		e.incidentChanged(ol.Incident, at)
 		e.touchOLT(p.OLT)
 		e.checkOLT(ol, at, th)
 	}
+}
+
+// ponOutageSummary is a PON outage's value and summary as the PON is
+// now: its ONUs down.
+func (e *Engine) ponOutageSummary(p *ponState) (*float64, string) {
+	v := float64(p.Down)
+	return &v, fmt.Sprintf("PON %s of OLT %s: %d of %d ONUs down (probable fiber cut)", ponName(p), e.oltName(p.OLT), p.Down, p.Members)
+}
+
+// oltOutageSummary is an OLT outage's value and summary as the OLT is
+// now: its PONs in outage.
+func (e *Engine) oltOutageSummary(ol *oltState) (*float64, string) {
+	v := float64(ol.PONsOut)
+	return &v, fmt.Sprintf("OLT %s: %d of %d PONs in outage", e.oltName(ol.ID), ol.PONsOut, ol.PONs)
+}
+
+// incidentChanged notes that the count of the incident under key ("":
+// none) may have changed at at.
+func (e *Engine) incidentChanged(key string, at time.Time) {
+	if key != "" {
+		if t, ok := e.changed[key]; !ok || at.After(t) {
+			e.changed[key] = at
+		}
+	}
+}
+
+// updateIncidents makes one alert.updated per firing incident whose value
+// changed since its last event: its summary follows the outage.
+func (e *Engine) updateIncidents() {
+	if len(e.changed) == 0 {
+		return
+	}
+	for _, key := range sortedKeys(e.changed) {
+		at := e.changed[key]
+		act := e.active[key]
+		if act == nil || act.Pending {
+			continue
+		}
+		var v *float64
+		var summary string
+		switch act.A.Rule {
+		case streams.RulePONOutage:
+			if act.A.PonIndex == nil {
+				continue
+			}
+			p := e.pons[ponKey{act.A.OLTID, *act.A.PonIndex}]
+			if p == nil {
+				continue
+			}
+			v, summary = e.ponOutageSummary(p)
+		case streams.RuleOLTOutage:
+			ol := e.olts[act.A.OLTID]
+			if ol == nil {
+				continue
+			}
+			v, summary = e.oltOutageSummary(ol)
+		default:
+			continue
+		}
+		if act.A.Value != nil && *act.A.Value == *v && act.A.Summary == summary {
+			continue
+		}
+		act.A.Value, act.A.Summary = v, summary
+		// Fired since the last Take: its firing says it (no update).
+		if i := e.firingOut(key, act.A.ID); i >= 0 {
+			e.out[i].Alert.Value, e.out[i].Alert.Summary = v, summary
+			e.touchAlert(key)
+			continue
+		}
+		if at.After(act.A.ObservedAt) {
+			act.A.ObservedAt = at
+		}
+		act.Rev++
+		e.touchAlert(key)
+		e.out = append(e.out, Transition{Alert: act.A, Notify: false, Update: true, Rev: act.Rev})
+	}
+	clear(e.changed)
+}
+
+// firingOut is the index in out of the firing of alert id under key, -1
+// none.
+func (e *Engine) firingOut(key, id string) int {
+	for i := len(e.out) - 1; i >= 0; i-- {
+		t := e.out[i]
+		if t.Alert.Key == key && t.Alert.ID == id && !t.Update && t.Alert.State == streams.AlertStateFiring {
+			return i
+		}
+	}
+	return -1
 }
 
 func outage(down, members, minONUs int, pct float64) bool {
@@ -481,15 +592,17 @@ func (e *Engine) checkOLT(ol *oltState, at time.Time, th Thresholds) {
 	switch {
 	case on && ol.Incident == "" && th.Enabled(streams.RuleOLTOutage):
 		a := e.base(streams.RuleOLTOutage, ol.ID, at)
-		v := float64(ol.PONsOut)
-		a.Value, a.Unit = &v, "pons"
-		a.Summary = fmt.Sprintf("OLT %s: %d of %d PONs in outage", e.oltName(ol.ID), ol.PONsOut, ol.PONs)
+		a.Unit = "pons"
+		a.Value, a.Summary = e.oltOutageSummary(ol)
 		e.fire(a, false, "")
 		if e.idOf(a.Key) != "" {
 			ol.Incident = a.Key
 			e.touchOLT(ol.ID)
 		}
 	case !on && ol.Incident != "":
+		if act := e.active[ol.Incident]; act != nil {
+			act.A.Value, act.A.Summary = e.oltOutageSummary(ol) // the count it ends at
+		}
 		e.resolve(ol.Incident, at)
 		ol.Incident = ""
 		e.touchOLT(ol.ID)
@@ -502,6 +615,7 @@ func (e *Engine) onuUp(o *onuState, at time.Time, th Thresholds) {
 	if p.Down > 0 {
 		p.Down--
 	}
+	e.incidentChanged(p.Incident, at)
 	keep := p.Recent[:0]
 	for _, d := range p.Recent {
 		if d.ONU != o.ONU {
@@ -517,7 +631,7 @@ func (e *Engine) onuUp(o *onuState, at time.Time, th Thresholds) {
 }
 
 func (e *Engine) removeONU(k ONUKey, at time.Time) {
-	o := e.onus[k]
+	o := e.onus.get(k)
 	if o == nil {
 		return
 	}
@@ -530,12 +644,13 @@ func (e *Engine) removeONU(k ONUKey, at time.Time) {
 		if o.Down && p.Down > 0 {
 			p.Down--
 		}
+		e.incidentChanged(p.Incident, at)
 		e.touchPON(pk)
 		if p.Incident != "" {
 			e.checkPON(p, at, e.thresholds(k.OLT))
 		}
 	}
-	delete(e.onus, k)
+	e.onus.del(k)
 	e.touchONU(k)
 }
 
@@ -565,7 +680,7 @@ func (e *Engine) optical(o *onuState, lowRule, highRule string, v, low, high flo
 // drift records v in the ONU's daily means and compares it with the
 // baseline: the median of the previous days' means.
 func (e *Engine) drift(o *onuState, v float64, th Thresholds, at time.Time) {
-	day := at.Unix() / 86400
+	day := int32(at.Unix() / 86400)
 	if n := len(o.Days); n > 0 && o.Days[n-1].Day == day {
 		o.Days[n-1].Sum += v
 		o.Days[n-1].N++
@@ -575,7 +690,7 @@ func (e *Engine) drift(o *onuState, v float64, th Thresholds, at time.Time) {
 	// Keep today and the DriftDays before it.
 	keep := o.Days[:0]
 	for _, d := range o.Days {
-		if d.Day >= day-int64(th.DriftDays) {
+		if d.Day >= day-int32(th.DriftDays) {
 			keep = append(keep, d)
 		}
 	}
@@ -716,6 +831,7 @@ func (e *Engine) OnOLT(u streams.OLTUpserted, at time.Time) {
 	}
 	o.Name, o.Brand = bounded(u.Name, 128), u.BrandID
 	e.touchOLT(u.ID)
+	e.dropThresholds()
 	key := oltAlertKey(streams.RuleOLTAutoDisabled, u.ID)
 	if a, ok := e.active[key]; ok && u.Enabled && at.After(a.A.StartsAt) {
 		e.resolve(key, at)
@@ -738,11 +854,16 @@ func (e *Engine) OnOLTDeleted(id string, at time.Time) {
 			e.resolve(key, at)
 		}
 	}
-	for k := range e.onus {
-		if k.OLT == id {
-			delete(e.onus, k)
-			e.touchONU(k)
+	var gone []ONUKey
+	e.onus.each(func(o *onuState) bool {
+		if o.OLT == id {
+			gone = append(gone, o.ONUKey)
 		}
+		return true
+	})
+	for _, k := range gone {
+		e.onus.del(k)
+		e.touchONU(k)
 	}
 	for k := range e.pons {
 		if k.OLT == id {
@@ -752,6 +873,7 @@ func (e *Engine) OnOLTDeleted(id string, at time.Time) {
 	}
 	delete(e.olts, id)
 	e.touchOLT(id)
+	e.dropThresholds()
 }
 
 // OnBrand records a brand's vendor profile.
@@ -762,6 +884,7 @@ func (e *Engine) OnBrand(id, profile string) {
 	}
 	e.brands[id] = profile
 	e.dirty[stateID{"brand", id}] = true
+	e.dropThresholds()
 }
 
 // OnSilence records a silence (nil s with id: deleted).
@@ -813,8 +936,8 @@ func (e *Engine) Tick(now time.Time) {
 	}
 	for _, key := range sortedKeys(e.flapping) {
 		k := e.flapping[key]
-		o := e.onus[k]
-		if o == nil || len(o.Changes) == 0 || now.Sub(o.Changes[len(o.Changes)-1]) >= e.thresholds(k.OLT).FlapWindow {
+		o := e.onus.get(k)
+		if o == nil || len(o.changes) == 0 || now.Sub(time.Unix(0, o.changes[len(o.changes)-1])) >= e.thresholds(k.OLT).FlapWindow {
 			e.resolve(key, now)
 		}
 	}
@@ -843,11 +966,12 @@ func (e *Engine) onuAlert(rule string, o *onuState, at time.Time, v *float64, un
 	a.Key = alertKey(rule, o.ONUKey)
 	pon, onu := o.PON, o.ONU
 	a.PonIndex, a.ONUID = &pon, &onu
-	a.Pon = o.Port
-	if a.Pon == "" {
+	if p := e.pons[ponKey{o.OLT, o.PON}]; p != nil {
+		a.Pon = ponName(p)
+	} else {
 		a.Pon = strconv.FormatInt(pon, 10)
 	}
-	a.Serial, a.Description = o.Serial, o.Description
+	a.Serial, a.Description = o.serial(), o.description()
 	if v != nil {
 		x := math.Round(*v*100) / 100
 		a.Value = &x

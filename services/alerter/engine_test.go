@@ -1,6 +1,9 @@
 package alerter
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +30,9 @@ func count(out []Transition) map[string]int {
 	m := map[string]int{}
 	for _, t := range out {
 		k := t.Alert.Rule + "/" + t.Alert.State
+		if t.Update {
+			k = t.Alert.Rule + "/updated"
+		}
 		if t.Notify {
 			k += "/notify"
 		}
@@ -176,7 +182,13 @@ func TestEngineRules(t *testing.T) {
 				e.OnONU(onuEv(1, 2, "ONLINE", f(-20), t0.Add(2*time.Minute)))
 			})
 		}, map[string]int{"onu_rx_low/firing": 1, "onu_rx_low/resolved": 1}},
-		{"OLT unavailable then available", func(e *Engine) map[string]int {
+		{"OLT unreachable for less than the unavailable delay (a blip): no alert", func(e *Engine) map[string]int {
+			return run(e, func() {
+				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnreachable, Since: t0, ObservedAt: t0})
+				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityAvailable, Since: t0.Add(20 * time.Second), ObservedAt: t0.Add(20 * time.Second)})
+			})
+		}, map[string]int{}},
+		{"olt_unreachable fires at unavailable (unreachable for the 45 s delay), starting when it stopped answering; resolved at available", func(e *Engine) map[string]int {
 			return run(e, func() {
 				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnreachable, Since: t0, ObservedAt: t0})
 				e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnavailable, Since: t0, ObservedAt: t0.Add(45 * time.Second)})
@@ -285,14 +297,179 @@ func TestEngineIncidentAndIDs(t *testing.T) {
 	}
 }
 
+// An incident's summary and value follow the outage: its firing counts
+// the ONUs down when its group ends, each later group that changes the
+// count makes one alert.updated (never notified) with a new revision, and
+// its resolution carries the count it ended at.
+func TestEngineIncidentSummaryFollows(t *testing.T) {
+	e := NewEngine(Rules{}, testLimits())
+	seedPON(e, 1, 16, t0)
+	type step struct {
+		name   string
+		do     func()
+		events []string // rule/state(/revision) value "summary"
+	}
+	set := func(from, to int64, status string, at time.Time) func() {
+		return func() {
+			for i := from; i <= to; i++ {
+				var rx *float64
+				if status == "ONLINE" {
+					rx = f(-20)
+				}
+				e.OnONU(onuEv(1, i, status, rx, at))
+			}
+		}
+	}
+	for _, st := range []step{
+		{"cut of 12 in one group: the firing says 12", set(1, 12, "LOS", t0.Add(time.Minute)),
+			[]string{`pon_outage/firing 12 "PON 1 of OLT olt-1: 12 of 16 ONUs down (probable fiber cut)"`}},
+		{"4 more go down: one update", set(13, 16, "LOS", t0.Add(2*time.Minute)),
+			[]string{`pon_outage/updated/1 16 "PON 1 of OLT olt-1: 16 of 16 ONUs down (probable fiber cut)"`}},
+		{"6 come back: one update", set(1, 6, "ONLINE", t0.Add(3*time.Minute)),
+			[]string{`pon_outage/updated/2 10 "PON 1 of OLT olt-1: 10 of 16 ONUs down (probable fiber cut)"`}},
+		{"nothing changes the count: no update", set(1, 6, "ONLINE", t0.Add(4*time.Minute)), nil},
+		{"all back: resolved with the count it ended at", set(7, 16, "ONLINE", t0.Add(5*time.Minute)),
+			[]string{`pon_outage/resolved 3 "PON 1 of OLT olt-1: 3 of 16 ONUs down (probable fiber cut)"`}},
+	} {
+		st.do()
+		_, out := e.Take()
+		var got []string
+		for _, tr := range out {
+			if tr.Alert.Rule != streams.RulePONOutage {
+				continue
+			}
+			k := tr.Alert.Rule + "/" + tr.Alert.State
+			if tr.Update {
+				k = fmt.Sprintf("%s/updated/%d", tr.Alert.Rule, tr.Rev)
+				if tr.Notify {
+					t.Errorf("%s: an update is notified", st.name)
+				}
+			}
+			v := -1.0
+			if tr.Alert.Value != nil {
+				v = *tr.Alert.Value
+			}
+			got = append(got, fmt.Sprintf("%s %g %q", k, v, tr.Alert.Summary))
+		}
+		if !slices.Equal(got, st.events) {
+			t.Errorf("%s: %q, want %q", st.name, got, st.events)
+		}
+	}
+}
+
+// The PON outage window is two cycles of the OLT's discovery: 4 ONUs
+// going down 90 s apart are one outage when the discovery runs every
+// 5 min (the first three were notified after their hold, the fourth is
+// under the incident), four ONU alerts when it runs every minute; an OLT
+// without a discovery job, or outage_cycles 0, takes the fixed
+// outage_window.
+func TestEngineOutageWindowFromDiscovery(t *testing.T) {
+	zero := 0
+	for _, c := range []struct {
+		name     string
+		rules    Rules
+		jobs     []streams.JobUpserted
+		assigned []string
+		want     map[string]int
+		window   time.Duration
+	}{
+		{"discovery every 5 min: 10 min window, one outage", Rules{},
+			[]streams.JobUpserted{{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 300, Enabled: true}}, []string{"disc"},
+			map[string]int{"pon_outage/firing/notify": 1, "onu_down/firing/notify": 3, "onu_down/firing": 1}, 10 * time.Minute},
+		{"discovery every minute: 2 min window, four ONU alerts", Rules{},
+			[]streams.JobUpserted{{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 60, Enabled: true}, {ID: "rx", Kind: streams.KindGet, IntervalSeconds: 3600, Enabled: true}}, []string{"disc", "rx"},
+			map[string]int{"onu_down/firing/notify": 4}, 2 * time.Minute},
+		{"the longest of two discovery jobs", Rules{},
+			[]streams.JobUpserted{{ID: "d1", Kind: streams.KindDiscovery, IntervalSeconds: 60, Enabled: true}, {ID: "d2", Kind: streams.KindDiscovery, IntervalSeconds: 240, Enabled: true}}, []string{"d1", "d2"},
+			map[string]int{"pon_outage/firing/notify": 1, "onu_down/firing/notify": 3, "onu_down/firing": 1}, 8 * time.Minute},
+		{"a disabled discovery job does not count: the fixed window", Rules{Global: Override{OutageWindow: ptr(2 * time.Minute)}},
+			[]streams.JobUpserted{{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 300, Enabled: false}}, []string{"disc"},
+			map[string]int{"onu_down/firing/notify": 4}, 2 * time.Minute},
+		{"no job: the fixed window (10 min)", Rules{}, nil, nil,
+			map[string]int{"pon_outage/firing/notify": 1, "onu_down/firing/notify": 3, "onu_down/firing": 1}, 10 * time.Minute},
+		{"outage_cycles 0: the fixed window whatever the job", Rules{Global: Override{OutageCycles: &zero, OutageWindow: ptr(2 * time.Minute)}},
+			[]streams.JobUpserted{{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 300, Enabled: true}}, []string{"disc"},
+			map[string]int{"onu_down/firing/notify": 4}, 2 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := NewEngine(c.rules, testLimits())
+			for _, j := range c.jobs {
+				e.OnJob(j)
+			}
+			for _, id := range c.assigned {
+				e.OnAssignment(id, "olt-1", true)
+			}
+			if w := e.thresholds("olt-1").OutageWindow; w != c.window {
+				t.Errorf("outage window %s, want %s", w, c.window)
+			}
+			seedPON(e, 1, 16, t0)
+			got := run(e, func() {
+				for i := int64(1); i <= 4; i++ {
+					at := t0.Add(time.Duration(i) * 90 * time.Second)
+					e.OnONU(onuEv(1, i, "LOS", nil, at))
+					e.Tick(at.Add(30 * time.Second))
+				}
+			})
+			if !equalMaps(got, c.want) {
+				t.Errorf("transitions %v, want %v", got, c.want)
+			}
+		})
+	}
+	// Unassigning the job goes back to the fixed window.
+	e := NewEngine(Rules{}, testLimits())
+	e.OnJob(streams.JobUpserted{ID: "disc", Kind: streams.KindDiscovery, IntervalSeconds: 60, Enabled: true})
+	e.OnAssignment("disc", "olt-1", true)
+	if w := e.thresholds("olt-1").OutageWindow; w != 2*time.Minute {
+		t.Fatalf("window %s, want 2m", w)
+	}
+	e.OnAssignment("disc", "olt-1", false)
+	if w := e.thresholds("olt-1").OutageWindow; w != 10*time.Minute {
+		t.Errorf("window after the unassignment %s, want 10m", w)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func equalMaps(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// olt_unreachable follows the availability state a NOC acts on:
+// unavailable (the OLT did not answer for the unavailable delay), not the
+// first unanswered request (unreachable); the alert starts when the OLT
+// stopped answering (the state's since) and carries the last error.
+func TestEngineOLTUnreachableAtUnavailable(t *testing.T) {
+	e := NewEngine(Rules{}, testLimits())
+	e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnreachable, Since: t0, ObservedAt: t0, LastError: "timeout"})
+	if _, out := e.Take(); len(out) != 0 {
+		t.Fatalf("unreachable fired %v", count(out))
+	}
+	e.OnAvailability(streams.OLTAvailability{OLTID: "olt-1", State: streams.AvailabilityUnavailable, Since: t0, ObservedAt: t0.Add(45 * time.Second), LastError: "timeout"})
+	_, out := e.Take()
+	if len(out) != 1 || out[0].Alert.Rule != streams.RuleOLTUnreachable || !out[0].Notify {
+		t.Fatalf("unavailable: %v, want one olt_unreachable notified", count(out))
+	}
+	if a := out[0].Alert; !a.StartsAt.Equal(t0) || a.Cause != "timeout" || a.Severity != streams.SeverityCritical {
+		t.Errorf("alert starts_at %s cause %q severity %s; want %s, timeout, critical", a.StartsAt, a.Cause, a.Severity, t0)
+	}
+}
+
 // Bounds: ONUs past MaxONUs are dropped, not tracked.
 func TestEngineBounds(t *testing.T) {
 	l := testLimits()
 	l.MaxONUs = 10
 	e := NewEngine(Rules{}, l)
 	seedPON(e, 1, 20, t0)
-	if len(e.onus) != 10 || e.Dropped != 10 {
-		t.Errorf("%d ONUs tracked, %d dropped; want 10 and 10", len(e.onus), e.Dropped)
+	if e.onus.len() != 10 || e.Dropped != 10 {
+		t.Errorf("%d ONUs tracked, %d dropped; want 10 and 10", e.onus.len(), e.Dropped)
 	}
 }
 
@@ -394,5 +571,63 @@ func TestLoadRules(t *testing.T) {
 	writeFile(t, p, "defaults:\n  onu_rx_lo_dbm: -28\n")
 	if _, err := LoadRules(p); err == nil || !strings.Contains(err.Error(), "onu_rx_lo_dbm") {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// The compact ONU state persists and loads back as it was (the persisted
+// JSON keeps its shape: a state written before the compact form loads).
+func TestONUStateRoundTrip(t *testing.T) {
+	e := NewEngine(Rules{}, testLimits())
+	for d := 3; d >= 1; d-- {
+		e.OnONU(onuEv(1, 2, "ONLINE", f(-19.5), t0.Add(-time.Duration(d)*24*time.Hour)))
+	}
+	seedPON(e, 1, 8, t0)
+	e.OnONU(onuEv(1, 2, "ONLINE", f(-19.37), t0.Add(time.Minute)))
+	e.OnONU(streams.ONUChanged{OLTID: "olt-1", PonIndex: 1, ONUID: 3, Change: streams.ONUStatusChanged,
+		Current: streams.ONUState{Serial: "HWTC0003", Description: "cliente tres", Status: "DYING_GASP", LastDownCause: "dying-gasp", PortName: "0/1/1:3"}, ObservedAt: t0.Add(time.Minute)})
+	e.OnONU(onuEv(1, 4, "LOS", nil, t0.Add(time.Minute)))
+	e.OnONU(onuEv(1, 4, "ONLINE", f(-21.5), t0.Add(2*time.Minute)))
+	dirty, _ := e.Take()
+	l := NewEngine(Rules{}, testLimits())
+	for id := range dirty {
+		v, err := e.value(id)
+		if err != nil {
+			t.Fatalf("value %v: %v", id, err)
+		}
+		if v == nil {
+			continue // gone (a resolved alert)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.restore(id.Kind, id.Key, b); err != nil {
+			t.Fatalf("restore %v: %v", id, err)
+		}
+	}
+	for _, k := range []ONUKey{{"olt-1", 1, 2}, {"olt-1", 1, 3}, {"olt-1", 1, 4}} {
+		a, _ := json.Marshal(e.onuJSON(e.onus.get(k)))
+		b, _ := json.Marshal(l.onuJSON(l.onus.get(k)))
+		if string(a) != string(b) {
+			t.Errorf("ONU %v: %s, loaded back %s", k, a, b)
+		}
+	}
+	o := l.onus.get(ONUKey{"olt-1", 1, 3})
+	if o.serial() != "HWTC0003" || o.description() != "cliente tres" || l.strs.get(o.status) != "DYING_GASP" || l.strs.get(o.cause) != "dying-gasp" || !o.Down {
+		t.Errorf("ONU 3 loaded as %+v", l.onuJSON(o))
+	}
+	if j := l.onuJSON(l.onus.get(ONUKey{"olt-1", 1, 2})); j.Rx == nil || *j.Rx != -19.37 || len(j.Days) != 4 || j.Days[3].N != 2 {
+		t.Errorf("ONU 2 loaded as %+v, want rx -19.37, 3 days and today's 2 readings", j)
+	}
+	if j := l.onuJSON(l.onus.get(ONUKey{"olt-1", 1, 4})); len(j.Changes) != 2 || !j.Changes[1].Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("ONU 4's status changes %v", j.Changes)
+	}
+	// A state written by the earlier form (pointers, a port) loads.
+	old := `{"olt_id":"olt-9","pon_index":7,"onu_id":1,"serial":"ZTEG1","port":"0/7/1:1","status":"ONLINE","rx":-22.25,"changes":["2026-11-20T10:00:00Z"],"days":[{"d":20412,"s":-44.5,"n":2}]}`
+	if err := l.restore("onu", "olt-9/7/1", []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	if j := l.onuJSON(l.onus.get(ONUKey{"olt-9", 7, 1})); j.Serial != "ZTEG1" || *j.Rx != -22.25 || len(j.Changes) != 1 || j.Days[0].N != 2 {
+		t.Errorf("earlier form loaded as %+v", j)
 	}
 }

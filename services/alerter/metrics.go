@@ -16,6 +16,7 @@ type metrics struct {
 	published   prometheus.Counter
 	deliveries  *prometheus.CounterVec
 	onuEvents   *prometheus.CounterVec
+	alertEvents *prometheus.CounterVec
 	lag         prometheus.Histogram
 }
 
@@ -37,6 +38,7 @@ func newMetrics(reg prometheus.Registerer, a *alerter) (*metrics, error) {
 		published:   prometheus.NewCounter(prometheus.CounterOpts{Name: "facho_alerter_published_total", Help: "Alert events published on FACHO_ALERT."}),
 		deliveries:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_alerter_deliveries_total", Help: "Receiver deliveries by receiver kind and outcome."}, []string{"receiver", "status"}),
 		onuEvents:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_alerter_onu_events_total", Help: "onu.changed events by outcome (applied, skipped: already applied, dead_lettered)."}, []string{"outcome"}),
+		alertEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_alerter_alert_events_total", Help: "Alert events projected into the alerts read model by outcome (applied, skipped: already applied, dead_lettered)."}, []string{"outcome"}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "facho_alerter_onu_lag_seconds", Help: "From an onu.changed's observed_at (the poll that saw the change) to its evaluation committed.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 1.5, 30),
@@ -46,7 +48,7 @@ func newMetrics(reg prometheus.Registerer, a *alerter) (*metrics, error) {
 		return m, nil
 	}
 	err := errors.Join(jsrouter.Register(reg, &m.evalSeconds), jsrouter.Register(reg, &m.transitions), jsrouter.Register(reg, &m.published),
-		jsrouter.Register(reg, &m.deliveries), jsrouter.Register(reg, &m.onuEvents), jsrouter.Register(reg, &m.lag), reg.Register(collector{a}))
+		jsrouter.Register(reg, &m.deliveries), jsrouter.Register(reg, &m.onuEvents), jsrouter.Register(reg, &m.alertEvents), jsrouter.Register(reg, &m.lag), reg.Register(collector{a}))
 	if err != nil {
 		return nil, err
 	}
@@ -88,19 +90,20 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descFiring, prometheus.GaugeValue, float64(n), k.rule, k.sev)
 	}
 	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(e.Dropped))
-	for kind, n := range map[string]int{"onu": len(e.onus), "pon": len(e.pons), "olt": len(e.olts), "alert": len(e.active), "silence": len(e.silences)} {
+	for kind, n := range map[string]int{"onu": e.onus.len(), "pon": len(e.pons), "olt": len(e.olts), "alert": len(e.active), "silence": len(e.silences)} {
 		ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(n), kind)
 	}
 	if c.a.cfg.PONGaugesOff {
 		return
 	}
 	rx := map[ponKey][]float64{}
-	for k, o := range e.onus {
-		if !o.Down && o.Rx != nil {
-			pk := ponKey{k.OLT, k.PON}
-			rx[pk] = append(rx[pk], *o.Rx)
+	e.onus.each(func(o *onuState) bool {
+		if !o.Down && hasReading(o.rx) {
+			pk := ponKey{o.OLT, o.PON}
+			rx[pk] = append(rx[pk], dBm(o.rx))
 		}
-	}
+		return true
+	})
 	for pk, p := range e.pons {
 		pon := ponName(p)
 		ch <- prometheus.MustNewConstMetric(descPONONUs, prometheus.GaugeValue, float64(p.Members), pk.OLT, pon, "total")

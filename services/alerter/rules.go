@@ -37,9 +37,13 @@ type Thresholds struct {
 	FlapChanges int           `yaml:"flap_changes"`
 	FlapWindow  time.Duration `yaml:"flap_window"`
 	// A PON outage: at least PONOutageONUs ONUs, or PONOutagePercent of
-	// the PON's ONUs (and at least 2), went down within OutageWindow.
+	// the PON's ONUs (and at least 2), went down within the outage
+	// window: OutageCycles times the OLT's discovery interval (the longest
+	// of the enabled discovery jobs assigned to it), or OutageWindow when
+	// the OLT has none or OutageCycles is 0.
 	PONOutageONUs    int           `yaml:"pon_outage_onus"`
 	PONOutagePercent float64       `yaml:"pon_outage_percent"`
+	OutageCycles     int           `yaml:"outage_cycles"`
 	OutageWindow     time.Duration `yaml:"outage_window"`
 	// An OLT outage: at least OLTOutagePONPercent of the OLT's PONs (and
 	// at least 2) are in a PON outage at once.
@@ -60,7 +64,7 @@ func DefaultThresholds() Thresholds {
 		HysteresisDB: 1,
 		DriftDB:      3, DriftDays: 7,
 		FlapChanges: 4, FlapWindow: 30 * time.Minute,
-		PONOutageONUs: 4, PONOutagePercent: 50, OutageWindow: 10 * time.Minute,
+		PONOutageONUs: 4, PONOutagePercent: 50, OutageCycles: 2, OutageWindow: 10 * time.Minute,
 		OLTOutagePONPercent: 50,
 		ONUDownHold:         15 * time.Second,
 	}
@@ -86,6 +90,7 @@ type Override struct {
 	FlapWindow          *time.Duration `yaml:"flap_window"`
 	PONOutageONUs       *int           `yaml:"pon_outage_onus"`
 	PONOutagePercent    *float64       `yaml:"pon_outage_percent"`
+	OutageCycles        *int           `yaml:"outage_cycles"`
 	OutageWindow        *time.Duration `yaml:"outage_window"`
 	OLTOutagePONPercent *float64       `yaml:"olt_outage_pon_percent"`
 	ONUDownHold         *time.Duration `yaml:"onu_down_hold"`
@@ -119,6 +124,7 @@ func (o Override) apply(t Thresholds) Thresholds {
 	setD(&t.FlapWindow, o.FlapWindow)
 	setI(&t.PONOutageONUs, o.PONOutageONUs)
 	setF(&t.PONOutagePercent, o.PONOutagePercent)
+	setI(&t.OutageCycles, o.OutageCycles)
 	setD(&t.OutageWindow, o.OutageWindow)
 	setF(&t.OLTOutagePONPercent, o.OLTOutagePONPercent)
 	setD(&t.ONUDownHold, o.ONUDownHold)
@@ -235,6 +241,9 @@ func (t Thresholds) Validate() error {
 	}
 	if finite("pon_outage_percent", t.PONOutagePercent) && (t.PONOutagePercent <= 0 || t.PONOutagePercent > 100) {
 		errs = append(errs, fmt.Errorf("pon_outage_percent %g: want > 0 and <= 100", t.PONOutagePercent))
+	}
+	if t.OutageCycles < 0 || t.OutageCycles > 100 {
+		errs = append(errs, fmt.Errorf("outage_cycles %d: want 0..100 (0: always outage_window)", t.OutageCycles))
 	}
 	if t.OutageWindow < time.Second || t.OutageWindow > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("outage_window %s: want 1s..24h", t.OutageWindow))

@@ -44,11 +44,11 @@ func load(ctx context.Context, db *pgxpool.Pool, rules Rules, limits Limits) (*E
 func (e *Engine) restore(kind, key string, b []byte) error {
 	switch kind {
 	case "onu":
-		var o onuState
+		var o onuJSON
 		if err := json.Unmarshal(b, &o); err != nil {
 			return err
 		}
-		e.onus[o.ONUKey] = &o
+		e.restoreONU(o)
 	case "pon":
 		var p ponState
 		if err := json.Unmarshal(b, &p); err != nil {
@@ -67,6 +67,12 @@ func (e *Engine) restore(kind, key string, b []byte) error {
 			return err
 		}
 		e.brands[key] = p
+	case "job":
+		var j jobState
+		if err := json.Unmarshal(b, &j); err != nil {
+			return err
+		}
+		e.jobs[key] = j
 	case "silence":
 		var s streams.SilenceUpserted
 		if err := json.Unmarshal(b, &s); err != nil {
@@ -102,8 +108,8 @@ func (e *Engine) value(id stateID) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if o := e.onus[k]; o != nil {
-			return o, nil
+		if o := e.onus.get(k); o != nil {
+			return e.onuJSON(o), nil
 		}
 	case "pon":
 		i := strings.LastIndexByte(id.Key, '/')
@@ -124,6 +130,10 @@ func (e *Engine) value(id stateID) (any, error) {
 	case "brand":
 		if p, ok := e.brands[id.Key]; ok {
 			return p, nil
+		}
+	case "job":
+		if j, ok := e.jobs[id.Key]; ok {
+			return j, nil
 		}
 	case "silence":
 		if s, ok := e.silences[id.Key]; ok {
@@ -182,13 +192,20 @@ func (e *Engine) persist(ctx context.Context, tx pgx.Tx, dirty map[stateID]bool,
 	for _, t := range out {
 		a := t.Alert
 		msgID := "alert:" + a.ID + ":" + a.State
-		payload, err := streams.EncodeWithID(msgID, source, a.ObservedAt, a)
+		state := a.State
+		var ev streams.Event = a
+		if t.Update {
+			state = streams.AlertStateUpdated
+			msgID = "alert:" + a.ID + ":" + state + ":" + strconv.Itoa(t.Rev)
+			ev = streams.AlertUpdated(a)
+		}
+		payload, err := streams.EncodeWithID(msgID, source, a.ObservedAt, ev)
 		if err != nil {
 			return fmt.Errorf("encode alert %s: %w", msgID, err)
 		}
-		msgIDs, alertIDs, states = append(msgIDs, msgID), append(alertIDs, a.ID), append(states, a.State)
-		subjects, payloads, notify = append(subjects, streams.SubjectAlert(a.OLTID, a.State)), append(payloads, payload), append(notify, t.Notify)
-		if t.Notify {
+		msgIDs, alertIDs, states = append(msgIDs, msgID), append(alertIDs, a.ID), append(states, state)
+		subjects, payloads, notify = append(subjects, streams.SubjectAlert(a.OLTID, state)), append(payloads, payload), append(notify, t.Notify && !t.Update)
+		if t.Notify && !t.Update {
 			notifyIDs, notifyTypes = append(notifyIDs, msgID), append(notifyTypes, a.EventType())
 		}
 	}

@@ -106,6 +106,28 @@ func alertFilters(r *http.Request, spec *listSpec) *apiError {
 	return nil
 }
 
+// groupFilters adds the filters of the alerts an incident groups:
+// inhibited (true: only the alerts grouped under an incident, false: none
+// of them, so an outage is its incident's one row) and incident_id (the
+// alerts an incident groups, without the incident itself).
+func groupFilters(r *http.Request, spec *listSpec) *apiError {
+	inh, aerr := boolParam(r, "inhibited")
+	if aerr != nil {
+		return aerr
+	}
+	if inh != nil {
+		spec.filter("inhibited = $?", *inh)
+	}
+	if inc := r.URL.Query().Get("incident_id"); inc != "" {
+		if p := textProblem(inc, 128, false); p != "" {
+			return badField("incident_id", "incident_id %s", p)
+		}
+		spec.filter("incident_id = $?", inc)
+		spec.filter("id <> $?", inc)
+	}
+	return nil
+}
+
 // listAlerts lists alerts: active (firing) ones by default, the most
 // severe first.
 func (s *server) listAlerts(w http.ResponseWriter, r *http.Request) *apiError {
@@ -115,6 +137,9 @@ func (s *server) listAlerts(w http.ResponseWriter, r *http.Request) *apiError {
 			"olt_id": "olt_id", "pon": "pon", "state": "state"},
 		DefaultSort: alertOrder, TieBreak: "id"}
 	if aerr := alertFilters(r, &spec); aerr != nil {
+		return aerr
+	}
+	if aerr := groupFilters(r, &spec); aerr != nil {
 		return aerr
 	}
 	out, pi, aerr := listPage[alertRow](s, r, spec)
@@ -496,11 +521,13 @@ func alertRouteDocs() map[string]routeDoc {
 	}
 	return map[string]routeDoc{
 		"GET /api/v1/alerts": {Summary: "List alerts, active first, the most severe first: each with key, rule, severity, state, olt_id, pon, onu_id, serial, starts_at, ends_at, incident_id, id, summary, cause, value, unit, olt_name, description, inhibited, acked_at, acked_by", Tag: "alerts", Resp: list("alerts", alertRow{}),
-			Query: page(filters...)},
+			Query: page(append(filters,
+				param{"inhibited", "boolean", "true: only the alerts grouped under an incident (not notified on their own); false: none of them, so an outage is one row, its incident's"},
+				param{"incident_id", "string", "only the alerts this incident groups"})...)},
 		"GET /api/v1/alerts/{id}": {Summary: "Get one alert (one firing: its id)", Tag: "alerts", Resp: alertRow{}},
 		"POST /api/v1/alerts/{id}/ack": {Summary: "Acknowledge a firing alert (optional body {\"comment\"}): publishes alert.acknowledged (Nats-Msg-Id ack:<id>); it is not notified again until it resolves and fires anew. 404 unknown, 409 resolved", Tag: "alerts", Resp: streams.AlertAcknowledged{}, OptionalBody: true, Errors: []int{http.StatusConflict},
 			Role: auth.Operator, Body: ackRequest{}, Status: http.StatusAccepted},
-		"GET /api/v1/incidents":      {Summary: "List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups", Tag: "alerts", Resp: list("incidents", incidentRow{}), Query: page(filters...)},
+		"GET /api/v1/incidents":      {Summary: "List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups; summary and value follow the outage (the ONUs or PONs down now)", Tag: "alerts", Resp: list("incidents", incidentRow{}), Query: page(filters...)},
 		"GET /api/v1/incidents/{id}": {Summary: "Get an incident with the alerts it groups", Tag: "alerts", Resp: incidentDetail{}},
 		"GET /api/v1/silences": {Summary: "List silences with their state (active, pending, expired, deleted): by default active and pending, ending soonest first", Tag: "alerts", Resp: list("silences", silenceRow{}),
 			Query: page(param{"state", "string", "active, pending, expired, deleted or all"}, param{"olt_id", "string", "only with this OLT matcher"}, param{"rule", "string", "only with this rule matcher"})},

@@ -80,6 +80,12 @@ func TestAlertsList(t *testing.T) {
 		{"?rule=onu_down", []string{"down-a", "down-b", "down-c"}},
 		{"?severity=critical", []string{"unr-1", "inc-1"}},
 		{"?severity=CRITICAL&olt_id=olt-1", []string{"inc-1"}},
+		// An outage as one row: the alerts its incident groups left out;
+		// those alerts alone, or one incident's.
+		{"?inhibited=false", []string{"unr-1", "inc-1", "rx-1"}},
+		{"?inhibited=true", []string{"down-a", "down-b", "down-c"}},
+		{"?incident_id=inc-1", []string{"down-a", "down-b", "down-c"}},
+		{"?incident_id=inc-1&state=all&inhibited=false", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -107,7 +113,7 @@ func TestAlertsList(t *testing.T) {
 	}
 	// Bad filters name the field.
 	for _, bad := range []struct{ query, field string }{
-		{"state=open", "state"}, {"severity=loud", "severity"}, {"rule=Bad-Rule", "rule"}, {"olt_id=a%20b", "olt_id"}, {"sort=nope", "sort"},
+		{"state=open", "state"}, {"severity=loud", "severity"}, {"inhibited=maybe", "inhibited"}, {"rule=Bad-Rule", "rule"}, {"olt_id=a%20b", "olt_id"}, {"sort=nope", "sort"},
 	} {
 		code, body, raw := f.do("GET", "/api/v1/alerts?"+bad.query, "")
 		if code != http.StatusBadRequest || body["field"] != bad.field {

@@ -16,7 +16,8 @@ import (
 )
 
 // The console's alerts: the Alerts page (active first, the most severe
-// first, filters), an acknowledgement and a silence through the API (the
+// first, an outage as its incident's one row with the count of the alerts
+// it groups and a link to them, filters), an acknowledgement and a silence through the API (the
 // events on their subjects; the API's 400 at the field), the silences
 // list with delete, the outage banner on every page while a PON incident
 // fires, and the OLT page's PON view with the outage as one red row.
@@ -71,8 +72,28 @@ func TestConsoleAlerts(t *testing.T) {
 	for _, m := range rows {
 		order = append(order, m[1])
 	}
-	if len(order) != 6 || order[0] != "inc-1" || strings.Contains(body, `data-alert="old-1"`) {
-		t.Errorf("alerts page rows = %v, want the 6 firing ones, inc-1 first", order)
+	if strings.Join(order, ",") != "inc-1,rx-1" {
+		t.Errorf("alerts page rows = %v, want the firing ones but those grouped under the incident, inc-1 first", order)
+	}
+	// The incident says how many alerts it groups and links to them; they
+	// are listed with a filter, or one by one with the others.
+	if !strings.Contains(body, `<a class="members-link" href="/alerts?incident_id=inc-1&amp;state=all"`) || !strings.Contains(body, "4 grouped alerts") {
+		t.Errorf("the incident row without its 4 grouped alerts:\n%s", body)
+	}
+	alertRows := func(path string) string {
+		t.Helper()
+		_, body := r.do(op, "GET", path, "", "", "")
+		var ids []string
+		for _, m := range regexp.MustCompile(`data-alert="([^"]+)"`).FindAllStringSubmatch(body, -1) {
+			ids = append(ids, m[1])
+		}
+		return strings.Join(ids, ",")
+	}
+	if got := alertRows("/alerts?incident_id=inc-1&state=all"); got != "down-1,down-2,down-3,down-4" {
+		t.Errorf("the incident's alerts = %s, want its 4 ONU alerts", got)
+	}
+	if got := alertRows("/alerts?grouped=show"); got != "inc-1,down-1,down-2,down-3,down-4,rx-1" {
+		t.Errorf("alerts one by one = %s, want the 6 firing ones", got)
 	}
 	// Filters go to the API; a bad one shows its error.
 	if _, body := r.do(op, "GET", "/alerts?pon=0/1/2&state=all", "", "", ""); !strings.Contains(body, `data-alert="rx-1"`) || !strings.Contains(body, `data-alert="old-1"`) || strings.Contains(body, `data-alert="inc-1"`) {

@@ -1240,6 +1240,12 @@ type GetAlertsParams struct {
 
 	// Severity info, warning or critical
 	Severity *string `form:"severity,omitempty" json:"severity,omitempty"`
+
+	// Inhibited true: only the alerts grouped under an incident (not notified on their own); false: none of them, so an outage is one row, its incident's
+	Inhibited *bool `form:"inhibited,omitempty" json:"inhibited,omitempty"`
+
+	// IncidentId only the alerts this incident groups
+	IncidentId *string `form:"incident_id,omitempty" json:"incident_id,omitempty"`
 }
 
 // PostAlertsIdAckJSONBody defines parameters for PostAlertsIdAck.
@@ -2406,7 +2412,7 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/executions/{id} (the `GetExecutionsId` operationId).
 	GetExecutionsId(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetIncidents List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups
+	// GetIncidents List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups; summary and value follow the outage (the ONUs or PONs down now)
 	//
 	// Corresponds with GET /api/v1/incidents (the `GetIncidents` operationId).
 	GetIncidents(ctx context.Context, params *GetIncidentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3267,7 +3273,7 @@ func (c *Client) GetExecutionsId(ctx context.Context, id string, reqEditors ...R
 	return c.Client.Do(req)
 }
 
-// GetIncidents List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups
+// GetIncidents List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups; summary and value follow the outage (the ONUs or PONs down now)
 //
 // Corresponds with GET /api/v1/incidents (the `GetIncidents` operationId).
 func (c *Client) GetIncidents(ctx context.Context, params *GetIncidentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4948,6 +4954,30 @@ func NewGetAlertsRequest(server string, params *GetAlertsParams) (*http.Request,
 		if params.Severity != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "severity", *params.Severity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Inhibited != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "inhibited", *params.Inhibited, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncidentId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "incident_id", *params.IncidentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -10122,7 +10152,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/executions/{id} (the `GetExecutionsId` operationId).
 	GetExecutionsIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetExecutionsIdResponse, error)
 
-	// GetIncidentsWithResponse List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups
+	// GetIncidentsWithResponse List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups; summary and value follow the outage (the ONUs or PONs down now)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18477,7 +18507,7 @@ func (c *ClientWithResponses) GetExecutionsIdWithResponse(ctx context.Context, i
 	return ParseGetExecutionsIdResponse(rsp)
 }
 
-// GetIncidentsWithResponse List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups
+// GetIncidentsWithResponse List incidents (PON and OLT outages grouping per-ONU alerts), active first; alerts counts the alerts each groups; summary and value follow the outage (the ONUs or PONs down now)
 //
 // Returns a wrapper object for the known response body format(s).
 //

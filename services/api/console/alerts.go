@@ -21,16 +21,27 @@ type alertsView struct {
 	Prev, Next string
 	States     []string
 	Severities []string
+	// Grouped: the alerts grouped under an incident are listed one by one
+	// (?grouped=show); by default an outage is its incident's one row,
+	// with the count of what it groups (Members) and a link to them.
+	Grouped bool
+	// Incident: only the alerts this incident groups (?incident_id=).
+	Incident string
+	Members  map[string]int64
 }
 
 func (c *Console) alertsPage(w http.ResponseWriter, r *http.Request) {
 	v := c.newView(r, "Alerts", "alerts")
-	q := passQuery(r, "q", "state", "olt_id", "pon", "rule", "severity", "sort", "offset", "limit")
+	q := passQuery(r, "q", "state", "olt_id", "pon", "rule", "severity", "sort", "offset", "limit", "incident_id")
 	if q.Get("limit") == "" {
 		q.Set("limit", "100")
 	}
+	av := &alertsView{States: []string{"", "resolved", "all"}, Severities: []string{"", "critical", "warning", "info"},
+		Grouped: r.URL.Query().Get("grouped") == "show", Incident: q.Get("incident_id"), Members: map[string]int64{}}
+	if !av.Grouped && av.Incident == "" {
+		q.Set("inhibited", "false")
+	}
 	res := c.call(r.Context(), http.MethodGet, "/api/v1/alerts?"+q.Encode(), nil)
-	av := &alertsView{States: []string{"", "resolved", "all"}, Severities: []string{"", "critical", "warning", "info"}}
 	v.Data = av
 	if !res.ok() {
 		msg, f := res.errMsg()
@@ -41,6 +52,20 @@ func (c *Console) alertsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	pg := pageOf(r, res.Body, "alerts")
 	av.Alerts, av.Total, av.Offset, av.Prev, av.Next = pg.Rows, pg.Total, pg.Offset, pg.Prev, pg.Next
+	// How many alerts each incident on the page groups.
+	if res.ok() && !av.Grouped && av.Incident == "" {
+		iq := passQuery(r, "state", "olt_id", "pon", "severity")
+		iq.Set("limit", "100")
+		if inc := c.call(r.Context(), http.MethodGet, "/api/v1/incidents?"+iq.Encode(), nil); inc.ok() {
+			for _, x := range anySlice(inc.Body["incidents"]) {
+				if m, ok := x.(map[string]any); ok {
+					if n, ok := m["alerts"].(float64); ok {
+						av.Members[str(m["id"])] = int64(n)
+					}
+				}
+			}
+		}
+	}
 	c.render(w, http.StatusOK, "alerts", v)
 }
 

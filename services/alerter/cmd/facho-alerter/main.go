@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			g.FlapChanges = envI("FACHO_ALERT_FLAP_CHANGES")
 			g.PONOutageONUs = envI("FACHO_ALERT_PON_OUTAGE_ONUS")
 			g.PONOutagePercent = envF("FACHO_ALERT_PON_OUTAGE_PERCENT")
+			g.OutageCycles = envI("FACHO_ALERT_OUTAGE_CYCLES")
 			if d := env.Duration("FACHO_ALERT_OUTAGE_WINDOW", 0); d != 0 {
 				g.OutageWindow = &d
 			}
