@@ -18,6 +18,11 @@ type healthValue struct {
 	isNum bool
 }
 
+// maxRawHealthRows bounds the rows of a table kept before its type filter
+// (an IF-MIB ifTable of an OLT with ONT interfaces holds thousands); at most
+// streams.MaxHealthRows of the kept rows are reported.
+const maxRawHealthRows = 16 * streams.MaxHealthRows
+
 // healthRow is one row of a health table: field -> value.
 type healthRow map[string]healthValue
 
@@ -74,7 +79,7 @@ func DecodeHealth(specs []streams.OIDSpec, vbs []streams.Varbind) streams.OLTHea
 			}
 			r := t[idx]
 			if r == nil {
-				if len(t) >= streams.MaxHealthRows {
+				if len(t) >= maxRawHealthRows {
 					continue
 				}
 				r = healthRow{}
@@ -96,6 +101,12 @@ func DecodeHealth(specs []streams.OIDSpec, vbs []streams.Varbind) streams.OLTHea
 			if v, ok := r[streams.HFType]; !ok || v.text == "" || v.text == "UNKNOWN" {
 				delete(t, idx)
 			}
+		}
+	}
+	for _, t := range rows {
+		for _, idx := range sortedIndexes(t)[min(len(t), streams.MaxHealthRows):] {
+			h.Skipped += len(t[idx])
+			delete(t, idx)
 		}
 	}
 	if tableSet[streams.HealthChassis] {

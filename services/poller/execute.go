@@ -347,7 +347,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 func (ex *execution) work(work context.Context) (FailureCause, error) {
 	p, node := ex.p, ex.node
 	switch node.Kind {
-	case streams.KindDiscovery, streams.KindWalk, streams.KindBulkWalk, streams.KindGet:
+	case streams.KindDiscovery, streams.KindWalk, streams.KindBulkWalk, streams.KindGet, streams.KindHealth:
 	default:
 		return CauseConfig, fmt.Errorf("unknown job kind %q", node.Kind)
 	}
@@ -368,9 +368,20 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 
 	ex.pduRetries = newPDURetries(p.cfg.PDURetryBudget, p.metrics.pduRetries)
 	op := snmpOp{cfg: p.cfg, target: node.Target, community: community, retries: ex.pduRetries}.tuned(node)
-	if node.Kind == streams.KindGet {
+	switch node.Kind {
+	case streams.KindGet:
 		err = ex.getONUs(ctx, op) // getbatch.go: every discovered ONU
-	} else {
+	case streams.KindHealth:
+		// health.go: one decoded reading, no varbind batches.
+		if err = ex.health(ctx, op); err == nil && ex.lease.Err() != nil {
+			err = ex.lease.Err()
+		}
+		if err == nil {
+			return "", nil
+		}
+		cause, cerr := ex.classify(work, ctx, tctx, err)
+		return cause, cerr
+	default:
 		err = op.run(ctx, node.Kind, node.OIDs, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
 	}
 	if err == nil {

@@ -21,6 +21,8 @@ type metrics struct {
 	busySeconds prometheus.Counter
 	inFlight    prometheus.Gauge
 	pduRetries  prometheus.Counter
+	// health counts the health readings published (health.go).
+	health prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metrics, error) {
@@ -60,6 +62,9 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 			Name: "facho_poller_snmp_pdu_retries_total", Help: "SNMP requests sent again after they got no usable answer (FACHO_SNMP_PDU_RETRIES); each execution logs its own count as pdu_retries.", ConstLabels: constLabels,
 		}),
 	}
+	m.health = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "facho_poller_health_readings_total", Help: "OLT health readings published (olt.health), one per successful health job.", ConstLabels: constLabels,
+	})
 	workersGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_workers", Help: "Configured workers.", ConstLabels: constLabels,
 	}, func() float64 { return float64(m.workers) })
@@ -69,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 	busyRatio := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_worker_busy_ratio", Help: "Busy workers / workers right now (saturated above 0.75).", ConstLabels: constLabels,
 	}, m.busyRatio)
-	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio, m.pduRetries} {
+	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio, m.pduRetries, m.health} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register poller metrics: %w", err)
 		}
