@@ -13,8 +13,14 @@ import (
 // against: the former layout, every row materialised as an entry, sorted
 // and de-duplicated by mibBuilder (last added wins).
 func buildFlatMIB(p *profile, name string, sh Shape, onus []onuState) *mibView {
+	return buildFlatMIBHealth(p, name, sh, onus, Health{})
+}
+
+// buildFlatMIBHealth is buildFlatMIB with the OLT's health tables.
+func buildFlatMIBHealth(p *profile, name string, sh Shape, onus []onuState, h Health) *mibView {
 	b := &mibBuilder{strict: true}
 	p.staticMIB(b, name, sh)
+	p.healthMIB(b, h)
 	for _, c := range p.columns {
 		b.object(c.oid)
 		for i := range onus {
@@ -172,7 +178,7 @@ func TestCompactMatchesFlat(t *testing.T) {
 					o.Tick()
 				}
 				o.mu.Lock()
-				flat := buildFlatMIB(o.prof, o.name, sh, o.onus)
+				flat := buildFlatMIBHealth(o.prof, o.name, sh, o.onus, o.health)
 				o.mu.Unlock()
 				compareViews(t, flat, o.view())
 				// A view taken before the ticks still serves what it did.
@@ -283,12 +289,13 @@ func TestViewWhileLifeChanges(t *testing.T) {
 // the whole walk, before and after three life ticks) to the hashes the
 // simulator produced before the compact layout: pollers' test fixtures and
 // recorded expectations keep holding. Update only for a deliberate change
-// of the generated data.
+// of the generated data (the last: the OLT health tables joined the walk;
+// the ONU data stayed as it was).
 func TestSeedOutputUnchanged(t *testing.T) {
 	want := map[string][4]string{
-		"huawei-ma5800":    {"0128c02f2b6ea5db5108a087fc5b856babf6322e4495fa6ad72f4034fc57e17e", "ed52f36ea89c7760c825d67f4ef30a52d9aed89182e0571785e4eef732dd5eb8", "786bbd5fecbc4e6d4fbc8f8c61ab44ada50cd383882a0b759f15593db6e0eeb6", "48eba5c1c9f8794b811a00c6e2389d7df14656f519f425a64c682ae3746b569b"},
-		"zte-c300":         {"2822c8f6ace49a78d26e4ac238fce323e3a413d652f8b957f2b96d2d7d857fc3", "a74a9f4b80865bf3c96d68e6d31b42cfe0d1d5fa540f8402bc0594e2b5e385d4", "0e037ac3d8af00b5d68a7b98593ac5c9f36f96c8ef6a4590456afcf284782a9e", "418b8eab628bec98d68f90afddaf4142055b2a90e1a42c4df2b633dc84110837"},
-		"fiberhome-an5516": {"09f240366d829048b75d86a5a9aed22d3f4676ec488c1621f6312cd97f2a2b97", "911ec5d8c164f7cf4cb9f0779d985b53b16041771050bba4cef4e6e5dee6edd6", "3c7408b92a0bd6ed3be193a9a34ae9148a1d889509435dfa082abfc321ccc37d", "e594236bc8d705295c41970a5988a7f925fce3bfc0b43eb372b342c47800fca8"},
+		"huawei-ma5800":    {"0128c02f2b6ea5db5108a087fc5b856babf6322e4495fa6ad72f4034fc57e17e", "2fed93e79b8e0a5140f5d9c75797392d3af937dd68f52c5d07769dbdd403e412", "786bbd5fecbc4e6d4fbc8f8c61ab44ada50cd383882a0b759f15593db6e0eeb6", "f3609adc59313d66682863a809c31ceb3b206eb3a93c893c8709f4e4b2ea5a41"},
+		"zte-c300":         {"2822c8f6ace49a78d26e4ac238fce323e3a413d652f8b957f2b96d2d7d857fc3", "f9155d0969097ebcbca5eb46f7f2aa88b7e287f390fb793861adda6fc5b291f1", "0e037ac3d8af00b5d68a7b98593ac5c9f36f96c8ef6a4590456afcf284782a9e", "f29391235a3d6563564cd7059ccffdbcfe5e872c9834ed9e365b9dfe63f99407"},
+		"fiberhome-an5516": {"09f240366d829048b75d86a5a9aed22d3f4676ec488c1621f6312cd97f2a2b97", "3e2fa00eda712e0a1584e5e77c23b9aa340bcbdad3021d26c0881185a460eb90", "3c7408b92a0bd6ed3be193a9a34ae9148a1d889509435dfa082abfc321ccc37d", "264a793b0c56764a96fb152c7981e1b7fbf062c6f0f7c5516fac9a014a532e0a"},
 		"vsol-v1600g":      {"1f4bec38c023764bc7e3e1744ad3f0e6d968bbf84edd47253cb0ca6a54a20c96", "3a410d01e8218ad9e7cdbca9cf4232a1b6d8fe8db10b74583b6a22f628543a3f", "321089ec099f93567bf843a739b7c360f54cc9008b9103458fee5429636fce89", "a165f7d4837dfba3c3124d35b6dd10983204b9a014d839c615699a8826c0b828"},
 	}
 	for _, name := range ProfileNames() {
