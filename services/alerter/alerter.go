@@ -111,6 +111,8 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	router.Handle(streams.StreamNotify, streams.ConsumerAlerterNotify, a.handler(a.onNotify))
 	router.Handle(streams.StreamConfig, streams.ConsumerAlerterConfig, a.handler(a.onConfig))
 	router.Handle(streams.StreamAlert, streams.ConsumerAlerterAcks, a.handler(a.onAck))
+	// The OLT's health readings (health.go).
+	router.Handle(streams.StreamOLT, streams.ConsumerAlerterHealth, a.handler(a.onHealth))
 	router.Handle(streams.StreamAlert, streams.ConsumerAlerterAlerts, projection.Handler(deps.DB, projection.SubjectChecked(alertsDecoder)))
 
 	g, gctx := errgroup.WithContext(ctx)

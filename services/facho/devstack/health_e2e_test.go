@@ -238,4 +238,24 @@ func TestOLTHealthOfEachVendorIsTheSimulatorsTruth(t *testing.T) {
 			t.Errorf("pon %d oper_state %v, want %s", p.PonIndex, p.OperState, want)
 		}
 	}
+	// And each fires its alert: one per fan, one per PON port.
+	waitFor(t, "the health alerts of hw", 60*time.Second, func() (bool, string) {
+		var out struct {
+			Alerts []struct {
+				Rule string `json:"rule"`
+				Pon  string `json:"pon"`
+			} `json:"alerts"`
+		}
+		if err := client.Do(ctx, http.MethodGet, "/api/v1/alerts?olt_id=hw", nil, &out); err != nil {
+			return false, err.Error()
+		}
+		rules := map[string]int{}
+		for _, a := range out.Alerts {
+			rules[a.Rule]++
+			if a.Rule == "pon_port_down" && a.Pon != truth.PONs[2].Name {
+				return false, fmt.Sprintf("pon_port_down on pon %q, want %q", a.Pon, truth.PONs[2].Name)
+			}
+		}
+		return rules["olt_fan_failed"] == 1 && rules["pon_port_down"] == 1, fmt.Sprintf("firing: %v", rules)
+	})
 }
