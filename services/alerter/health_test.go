@@ -47,8 +47,12 @@ func TestEngineHealthRules(t *testing.T) {
 		}, map[string]int{}},
 		{"a fan fails: one alert, resolved when it is back", func(e *Engine) map[string]int {
 			e.OnHealth(reading(t0, 40, ok2, ok2, up))
-			got := run(e, func() { e.OnHealth(reading(t0.Add(time.Minute), 40, map[string]bool{"0.1": true, "0.2": false}, ok2, up)) })
-			again := run(e, func() { e.OnHealth(reading(t0.Add(2*time.Minute), 40, map[string]bool{"0.1": true, "0.2": false}, ok2, up)) })
+			got := run(e, func() {
+				e.OnHealth(reading(t0.Add(time.Minute), 40, map[string]bool{"0.1": true, "0.2": false}, ok2, up))
+			})
+			again := run(e, func() {
+				e.OnHealth(reading(t0.Add(2*time.Minute), 40, map[string]bool{"0.1": true, "0.2": false}, ok2, up))
+			})
 			if len(again) != 0 {
 				t.Errorf("a fan still failed fired again: %v", again)
 			}
@@ -65,7 +69,9 @@ func TestEngineHealthRules(t *testing.T) {
 			return got
 		}, map[string]int{"olt_psu_failed/firing/notify": 1, "olt_psu_failed/resolved/notify": 1}},
 		{"a PON port goes down", func(e *Engine) map[string]int {
-			return run(e, func() { e.OnHealth(reading(t0, 40, ok2, ok2, map[string]bool{"4194304000": false, "4194304256": true})) })
+			return run(e, func() {
+				e.OnHealth(reading(t0, 40, ok2, ok2, map[string]bool{"4194304000": false, "4194304256": true}))
+			})
 		}, map[string]int{"pon_port_down/firing/notify": 1}},
 		{"temperature: fires above 70, holds inside the hysteresis, resolves below 67", func(e *Engine) map[string]int {
 			got := run(e, func() { e.OnHealth(reading(t0, 71, ok2, ok2, up)) })
