@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/facho-olt/facho/pkg/jsrouter"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -111,5 +112,37 @@ func TestEngineHealthRules(t *testing.T) {
 	got := run(e, func() { e.OnHealth(reading(t0, 55, map[string]bool{"0.1": true}, ok2, up)) })
 	if len(got) != 1 || got["olt_temperature_high/firing/notify"] != 1 {
 		t.Errorf("disabled fan rule, threshold 50 C at 55 C: %v", got)
+	}
+}
+
+// A health job's outcome feeds no olt_empty_read: its success does not
+// resolve an empty read of the ONU jobs, its failure does not fire one.
+func TestHealthExecutionsLeaveEmptyReadAlone(t *testing.T) {
+	a := &alerter{}
+	msg := func(ev streams.Event, subject string) jsrouter.Msg {
+		b, err := streams.Encode("test", t0, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jsrouter.Msg{Subject: subject, Data: b}
+	}
+	for _, tc := range []struct {
+		name string
+		ev   streams.Event
+		want bool // evaluated
+	}{
+		{"health success", streams.ExecutionSucceeded{ExecutionID: "e", JobID: "j", OLTID: "olt-1", Kind: streams.KindHealth}, false},
+		{"health failure", streams.ExecutionFailed{ExecutionID: "e", JobID: "j", OLTID: "olt-1", Kind: streams.KindHealth, Cause: streams.ExecCauseEmptyRead}, false},
+		{"discovery success", streams.ExecutionSucceeded{ExecutionID: "e", JobID: "j", OLTID: "olt-1", Kind: streams.KindDiscovery}, true},
+		{"success of an event before kinds", streams.ExecutionSucceeded{ExecutionID: "e", JobID: "j", OLTID: "olt-1"}, true},
+	} {
+		phase := streams.PhaseSucceeded
+		if _, failed := tc.ev.(streams.ExecutionFailed); failed {
+			phase = streams.PhaseFailed
+		}
+		fn, err := a.onExec(msg(tc.ev, streams.SubjectExec("olt-1", phase)))
+		if err != nil || (fn != nil) != tc.want {
+			t.Errorf("%s: evaluated %v (%v), want %v", tc.name, fn != nil, err, tc.want)
+		}
 	}
 }

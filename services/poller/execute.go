@@ -292,7 +292,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		err := ex.publish(fctx, streams.SubjectExec(node.OLTID, streams.PhaseSucceeded), streams.PhaseSucceeded, ex.withGetResult(streams.ExecutionSucceeded{
 			ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
 			Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
-			DurationMS: dur.Milliseconds(), Varbinds: ex.varbinds, Batches: ex.batches,
+			DurationMS: dur.Milliseconds(), Varbinds: ex.varbinds, Batches: ex.batches, Kind: node.Kind,
 		}))
 		if err != nil {
 			ex.log.Warn().Err(err).Msg("publish execution succeeded")
@@ -328,7 +328,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
 		Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
 		DurationMS: dur.Milliseconds(), Error: text, Retryable: decision.Retryable, Redelivered: decision.Redeliver,
-		Cause: string(cause),
+		Cause: string(cause), Kind: node.Kind,
 	})
 	if err != nil {
 		ex.log.Warn().Err(err).Msg("publish execution failed")
