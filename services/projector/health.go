@@ -170,8 +170,19 @@ func applyHealth(ctx context.Context, tx pgx.Tx, e streams.OLTHealth, seq int64,
 		}
 		m.changes.WithLabelValues(c.component).Inc()
 	}
+	if len(changes) > 0 {
+		// Bounded: the newest maxHealthHistory changes of each OLT are kept.
+		if _, err := tx.Exec(ctx, `DELETE FROM olt_health_history WHERE id IN (SELECT id FROM olt_health_history WHERE olt_id = $1
+			ORDER BY observed_at DESC, id DESC OFFSET $2)`, e.OLTID, maxHealthHistory); err != nil {
+			return 0, wrap(err, "trim olt_health_history of %s", e.OLTID)
+		}
+	}
 	return len(changes), nil
 }
+
+// maxHealthHistory is how many state changes of one OLT olt_health_history
+// keeps (the newest).
+const maxHealthHistory = 1000
 
 // applyPONHealth upserts the reading's PON ports, deletes those it no longer
 // reports, and returns their state changes.
