@@ -51,7 +51,7 @@ const DefaultHealthInterval = 300
 const HealthJobID = "health"
 
 // healthDecoders are the decoder kinds a health column may use.
-var healthDecoders = []string{"int", "scaled", "enum", "string", "float_string"}
+func healthDecoders() []string { return []string{"int", "scaled", "enum", "string", "float_string"} }
 
 // Tables returns the columns of each table in streams.HealthTables order.
 func (h Health) Tables() map[string][]HealthColumn {
@@ -97,8 +97,8 @@ func (h Health) Validate() error {
 			if !oidRE.MatchString(strings.Trim(c.OID, ".")) {
 				add("%s: oid %q: want a dotted OID", where, c.OID)
 			}
-			if !contains(healthDecoders, c.Decoder.Kind) {
-				add("%s: decoder kind %q: want one of %s", where, c.Decoder.Kind, strings.Join(healthDecoders, ", "))
+			if !contains(healthDecoders(), c.Decoder.Kind) {
+				add("%s: decoder kind %q: want one of %s", where, c.Decoder.Kind, strings.Join(healthDecoders(), ", "))
 			} else if err := c.Decoder.Validate(); err != nil {
 				add("%s: decoder: %v", where, err)
 			}
