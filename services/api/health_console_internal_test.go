@@ -63,6 +63,10 @@ func TestConsoleAndAPIOLTHealth(t *testing.T) {
 			t.Errorf("GET .../pons lacks %s:\n%s", want, out)
 		}
 	}
+	if _, body := r.do(viewer, "GET", "/vendor-profiles/huawei-ma5800", "", "", ""); !strings.Contains(body, `id="profile-health"`) ||
+		!strings.Contains(body, `1.3.6.1.4.1.2011.5.25.31.1.1.10.1.7`) {
+		t.Errorf("the vendor profile page lacks its health tables")
+	}
 	_, body := r.do(viewer, "GET", "/olts/olt-a", "", "", "")
 	for _, want := range []string{`id="health-cpu">23 %`, `id="health-temperature">44 °C`, `class="badge b-bad fan" data-index="0.1"`, `class="badge b-good psu"`,
 		`xgei_1/19/1: up`, `id="health-changes"`, `<td class="pon-state"><span class="badge b-bad">down</span>`, `<td class="pon-tx">4.12 dBm</td>`} {
