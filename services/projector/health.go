@@ -32,10 +32,10 @@ func newHealthMetrics(reg prometheus.Registerer) (*healthMetrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.readings, m.changes} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register projector health metrics: %w", err)
-		}
+	// jsrouter.Register reuses a collector a previous run registered
+	// (a restarted projector on the same registry).
+	if err := errors.Join(jsrouter.Register(reg, &m.readings), jsrouter.Register(reg, &m.changes)); err != nil {
+		return nil, fmt.Errorf("register projector health metrics: %w", err)
 	}
 	return m, nil
 }
