@@ -49,6 +49,14 @@ const (
 	RuleOLTEmptyRead    = "olt_empty_read"
 	RuleQuotaViolation  = "quota_violation"
 	RuleOLTAutoDisabled = "olt_auto_disabled"
+	// Rules fed by the OLT's health readings (olt.health): a PON port
+	// administratively up whose oper state is down, the chassis above its
+	// temperature threshold, a failed power supply, a failed fan (one
+	// alert per port or unit).
+	RulePONPortDown        = "pon_port_down"
+	RuleOLTTemperatureHigh = "olt_temperature_high"
+	RuleOLTPSUFailed       = "olt_psu_failed"
+	RuleOLTFanFailed       = "olt_fan_failed"
 )
 
 // Alert severities, lowest first.

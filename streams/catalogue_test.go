@@ -110,6 +110,9 @@ func samples() []Event {
 		AlertAcknowledged{AlertID: "onu_down:olt-1:4194304000:1:1763726400000000000", Key: "onu_down:olt-1:4194304000:1", OLTID: "olt-1", By: "admin", At: now},
 		SilenceUpserted{ID: "s1", OLTID: "olt-1", Pon: "0/1/0", StartsAt: now, EndsAt: now.Add(time.Hour), CreatedBy: "admin", Comment: "planned works", CreatedAt: now},
 		SilenceDeleted{ID: "s1"},
+		OLTHealth{OLTID: "olt-1", ExecutionID: "e1", JobID: "huawei-ma5800-health", ObservedAt: now, Tables: []string{HealthChassis, HealthFans, HealthPONs},
+			Chassis: &ChassisHealth{CPUPercent: &rx, Boards: 2}, Fans: []UnitHealth{{Index: "0.1", Status: UnitFailed}},
+			PONs: []PONHealth{{PonIndex: 4194304000, Index: "4194304000", Name: "0/1/0", AdminState: PortUp, OperState: PortDown, TxPowerDBm: &rx}}},
 		DeadLetter{Consumer: "projector-varbinds", Stream: StreamVarbinds, StreamSeq: 3, Subject: "facho.varbinds.olt-1", Reason: "malformed event", Deliveries: 1,
 			OriginalType: TypeVarbindBatch, OLTID: "olt-1", ExecutionID: "e1", PayloadSize: 7, PayloadSHA256: "f7f0c2d3c2b8e4b6a4b4d1f0a1c2e3d4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0", PayloadExcerpt: "garbage", ReceivedAt: now},
 	}

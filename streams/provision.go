@@ -265,6 +265,8 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		// Grouped: the alerts read model is applied in groups as well.
 		grouped(mk(StreamAlert, ConsumerAlerterAlerts, SubjectsAlert, "alerter: alerts read model", ProjectionAckWait, 10)),
 		ordered(mk(StreamOLT, ConsumerProjectorOLT, SubjectsOLTAvailability, "projector: olt_availability", ProjectionAckWait, 10)),
+		ordered(mk(StreamOLT, ConsumerProjectorHealth, SubjectsOLTHealth, "projector: olt_health, olt_pon_health", ProjectionAckWait, 10)),
+		ordered(mk(StreamOLT, ConsumerAlerterHealth, SubjectsOLTHealth, "alerter: OLT health rules", ProjectionAckWait, 10)),
 	)
 }
 

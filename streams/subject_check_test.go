@@ -74,6 +74,8 @@ func subjectOf(t *testing.T, ev Event) string {
 		return SubjectSilence(e.ID)
 	case OLTAvailability:
 		return SubjectOLTAvailability(e.OLTID)
+	case OLTHealth:
+		return SubjectOLTHealth(e.OLTID)
 	case Alert:
 		return SubjectAlert(e.OLTID, e.State)
 	case AlertAcknowledged:

@@ -173,6 +173,9 @@ type ExecutionSucceeded struct {
 	FailedONUs     int          `json:"failed_onus,omitempty"`
 	FailedVarbinds int          `json:"failed_varbinds,omitempty"`
 	ONUFailures    []ONUFailure `json:"onu_failures,omitempty"`
+	// Kind is the job's kind (discovery, get, walk, bulkwalk, health);
+	// absent in events from before the field.
+	Kind string `json:"kind,omitempty"`
 }
 
 func (ExecutionSucceeded) EventType() string { return TypeExecutionSucceeded }
@@ -199,6 +202,8 @@ type ExecutionFailed struct {
 	// (ExecCauses lists them). Absent in events from before the field
 	// (read them as ExecCauseSNMPError). Error is the operator's text.
 	Cause string `json:"cause,omitempty" jsonschema:"enum=timeout,enum=snmp_error,enum=oid_not_increasing,enum=empty_read,enum=no_onus_known,enum=profile_mismatch,enum=lease_lost,enum=shutdown,enum=config,enum=publish,enum=bound_exceeded"`
+	// Kind: see ExecutionSucceeded.Kind.
+	Kind string `json:"kind,omitempty"`
 }
 
 func (ExecutionFailed) EventType() string { return TypeExecutionFailed }

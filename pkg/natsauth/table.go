@@ -112,7 +112,8 @@ func Table() []Identity {
 		{
 			Name:        Poller,
 			Description: "runs the SNMP work under per-OLT leases",
-			Publish:     []string{streams.SubjectsVarbinds, streams.SubjectsExec, streams.SubjectsAudit},
+			// Health readings of jobs of kind health (health.go).
+			Publish: []string{streams.SubjectsVarbinds, streams.SubjectsExec, streams.SubjectsAudit, streams.SubjectsOLTHealth},
 			// One durable per queue class; ConsumerPoller drains pre-class NodeDue.
 			Consumers: []string{streams.ConsumerPoller, streams.ConsumerPollerClass(streams.ClassHigh), streams.ConsumerPollerClass(streams.ClassPolling),
 				streams.ConsumerPollerClass(streams.ClassDiscovery), streams.ConsumerPollerClass(streams.ClassRetry)},
@@ -131,7 +132,7 @@ func Table() []Identity {
 			Consumers: []string{
 				streams.ConsumerProjectorConfig, streams.ConsumerProjectorSchedule,
 				streams.ConsumerProjectorExec, streams.ConsumerProjectorVarbinds,
-				streams.ConsumerProjectorDLQ, streams.ConsumerProjectorOLT,
+				streams.ConsumerProjectorDLQ, streams.ConsumerProjectorOLT, streams.ConsumerProjectorHealth,
 			},
 			// At start, the varbind batches a previous holder fetched and
 			// did not ack are read and applied first (varbindloop.go).
@@ -181,7 +182,7 @@ func Table() []Identity {
 			Ordered:     []string{streams.StreamConfig, streams.StreamONU, streams.StreamExec, streams.StreamOLT, streams.StreamNotify, streams.StreamAlert},
 			ReadMsgs:    []string{streams.StreamAlert, streams.StreamOLT},
 			Consumers: []string{streams.ConsumerAlerterONU, streams.ConsumerAlerterOLT, streams.ConsumerAlerterExec, streams.ConsumerAlerterNotify,
-				streams.ConsumerAlerterConfig, streams.ConsumerAlerterAcks, streams.ConsumerAlerterAlerts},
+				streams.ConsumerAlerterConfig, streams.ConsumerAlerterAcks, streams.ConsumerAlerterAlerts, streams.ConsumerAlerterHealth},
 		},
 		// People read through JetStream only (ordered consumers, direct
 		// gets), never with core subscriptions on the event subjects: a

@@ -45,6 +45,7 @@ type Profile struct {
 	Columns     []Column           `yaml:"columns" json:"columns"`
 	Jobs        []Job              `yaml:"jobs" json:"jobs"`
 	Bounds      Bounds             `yaml:"bounds,omitempty" json:"bounds,omitzero"` // bounds.go
+	Health      *Health            `yaml:"health,omitempty" json:"health,omitempty"`
 	// Source is where the profile was loaded from ("builtin:huawei.yaml",
 	// a file path).
 	Source string `yaml:"-" json:"source"`

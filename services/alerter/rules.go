@@ -52,6 +52,10 @@ type Thresholds struct {
 	// outage to cover it before it is notified on its own (an ONU back
 	// within it makes no alert at all).
 	ONUDownHold time.Duration `yaml:"onu_down_hold"`
+	// OLTTemperatureHighC: an OLT whose hottest board is above this fires
+	// olt_temperature_high, resolved TemperatureHysteresisC below it.
+	OLTTemperatureHighC    float64 `yaml:"olt_temperature_high_c"`
+	TemperatureHysteresisC float64 `yaml:"temperature_hysteresis_c"`
 	// Disabled rules make no alert.
 	Disabled []string `yaml:"disabled"`
 }
@@ -67,6 +71,7 @@ func DefaultThresholds() Thresholds {
 		PONOutageONUs: 4, PONOutagePercent: 50, OutageCycles: 2, OutageWindow: 10 * time.Minute,
 		OLTOutagePONPercent: 50,
 		ONUDownHold:         15 * time.Second,
+		OLTTemperatureHighC: 70, TemperatureHysteresisC: 3,
 	}
 }
 
@@ -79,22 +84,24 @@ const MaxDriftDays = 31
 
 // Override is a section of the rules file: only the keys it sets change.
 type Override struct {
-	ONURxLowDBm         *float64       `yaml:"onu_rx_low_dbm"`
-	ONURxHighDBm        *float64       `yaml:"onu_rx_high_dbm"`
-	OLTRxLowDBm         *float64       `yaml:"olt_rx_low_dbm"`
-	OLTRxHighDBm        *float64       `yaml:"olt_rx_high_dbm"`
-	HysteresisDB        *float64       `yaml:"hysteresis_db"`
-	DriftDB             *float64       `yaml:"drift_db"`
-	DriftDays           *int           `yaml:"drift_days"`
-	FlapChanges         *int           `yaml:"flap_changes"`
-	FlapWindow          *time.Duration `yaml:"flap_window"`
-	PONOutageONUs       *int           `yaml:"pon_outage_onus"`
-	PONOutagePercent    *float64       `yaml:"pon_outage_percent"`
-	OutageCycles        *int           `yaml:"outage_cycles"`
-	OutageWindow        *time.Duration `yaml:"outage_window"`
-	OLTOutagePONPercent *float64       `yaml:"olt_outage_pon_percent"`
-	ONUDownHold         *time.Duration `yaml:"onu_down_hold"`
-	Disabled            []string       `yaml:"disabled"`
+	ONURxLowDBm            *float64       `yaml:"onu_rx_low_dbm"`
+	ONURxHighDBm           *float64       `yaml:"onu_rx_high_dbm"`
+	OLTRxLowDBm            *float64       `yaml:"olt_rx_low_dbm"`
+	OLTRxHighDBm           *float64       `yaml:"olt_rx_high_dbm"`
+	HysteresisDB           *float64       `yaml:"hysteresis_db"`
+	DriftDB                *float64       `yaml:"drift_db"`
+	DriftDays              *int           `yaml:"drift_days"`
+	FlapChanges            *int           `yaml:"flap_changes"`
+	FlapWindow             *time.Duration `yaml:"flap_window"`
+	PONOutageONUs          *int           `yaml:"pon_outage_onus"`
+	PONOutagePercent       *float64       `yaml:"pon_outage_percent"`
+	OutageCycles           *int           `yaml:"outage_cycles"`
+	OutageWindow           *time.Duration `yaml:"outage_window"`
+	OLTOutagePONPercent    *float64       `yaml:"olt_outage_pon_percent"`
+	ONUDownHold            *time.Duration `yaml:"onu_down_hold"`
+	OLTTemperatureHighC    *float64       `yaml:"olt_temperature_high_c"`
+	TemperatureHysteresisC *float64       `yaml:"temperature_hysteresis_c"`
+	Disabled               []string       `yaml:"disabled"`
 }
 
 func (o Override) apply(t Thresholds) Thresholds {
@@ -128,6 +135,8 @@ func (o Override) apply(t Thresholds) Thresholds {
 	setD(&t.OutageWindow, o.OutageWindow)
 	setF(&t.OLTOutagePONPercent, o.OLTOutagePONPercent)
 	setD(&t.ONUDownHold, o.ONUDownHold)
+	setF(&t.OLTTemperatureHighC, o.OLTTemperatureHighC)
+	setF(&t.TemperatureHysteresisC, o.TemperatureHysteresisC)
 	if o.Disabled != nil {
 		t.Disabled = append([]string(nil), o.Disabled...)
 	}
@@ -254,6 +263,12 @@ func (t Thresholds) Validate() error {
 	if t.ONUDownHold < 0 || t.ONUDownHold > time.Hour {
 		errs = append(errs, fmt.Errorf("onu_down_hold %s: want 0..1h", t.ONUDownHold))
 	}
+	if finite("olt_temperature_high_c", t.OLTTemperatureHighC) && (t.OLTTemperatureHighC < 20 || t.OLTTemperatureHighC > 150) {
+		errs = append(errs, fmt.Errorf("olt_temperature_high_c %g: want 20..150", t.OLTTemperatureHighC))
+	}
+	if finite("temperature_hysteresis_c", t.TemperatureHysteresisC) && (t.TemperatureHysteresisC < 0 || t.TemperatureHysteresisC > 20) {
+		errs = append(errs, fmt.Errorf("temperature_hysteresis_c %g: want 0..20", t.TemperatureHysteresisC))
+	}
 	for _, d := range t.Disabled {
 		if !knownRule(d) {
 			errs = append(errs, fmt.Errorf("disabled: unknown rule %q (one of %v)", d, AllRules()))
@@ -276,7 +291,8 @@ func (t Thresholds) Enabled(rule string) bool {
 func AllRules() []string {
 	return []string{streams.RuleONUDown, streams.RuleONURxLow, streams.RuleONURxHigh, streams.RuleOLTRxLow, streams.RuleOLTRxHigh,
 		streams.RuleONURxDrift, streams.RuleONUFlapping, streams.RulePONOutage, streams.RuleOLTOutage, streams.RuleOLTUnreachable,
-		streams.RuleOLTEmptyRead, streams.RuleQuotaViolation, streams.RuleOLTAutoDisabled}
+		streams.RuleOLTEmptyRead, streams.RuleQuotaViolation, streams.RuleOLTAutoDisabled,
+		streams.RulePONPortDown, streams.RuleOLTTemperatureHigh, streams.RuleOLTPSUFailed, streams.RuleOLTFanFailed}
 }
 
 func knownRule(r string) bool {
@@ -291,8 +307,11 @@ func knownRule(r string) bool {
 // severityOf is each rule's severity.
 func severityOf(rule string) string {
 	switch rule {
-	case streams.RulePONOutage, streams.RuleOLTOutage, streams.RuleOLTUnreachable, streams.RuleOLTAutoDisabled:
+	case streams.RulePONOutage, streams.RuleOLTOutage, streams.RuleOLTUnreachable, streams.RuleOLTAutoDisabled,
+		streams.RulePONPortDown, streams.RuleOLTTemperatureHigh:
 		return streams.SeverityCritical
+	case streams.RuleOLTPSUFailed, streams.RuleOLTFanFailed:
+		return streams.SeverityWarning
 	case streams.RuleONURxDrift, streams.RuleQuotaViolation, streams.RuleONUFlapping:
 		return streams.SeverityWarning
 	case streams.RuleONUDown, streams.RuleONURxLow, streams.RuleONURxHigh, streams.RuleOLTRxLow, streams.RuleOLTRxHigh, streams.RuleOLTEmptyRead:

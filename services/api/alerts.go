@@ -506,7 +506,12 @@ func (s *server) listPONs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, ponList{OLTID: olt, Count: len(rows), PONs: rows})
+	// The health keys of each PON's port (health.go).
+	withHealth, aerr := s.withPONHealth(r, olt, rows)
+	if aerr != nil {
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, ponList{OLTID: olt, Count: len(withHealth), PONs: withHealth})
 	return nil
 }
 
@@ -534,6 +539,6 @@ func alertRouteDocs() map[string]routeDoc {
 		"POST /api/v1/silences": {Summary: "Silence the alerts matching every given matcher (olt_id, pon, rule: at least one) from starts_at (default now) to ends_at or for duration (e.g. 2h): they are recorded, not notified", Tag: "alerts", Resp: streams.SilenceUpserted{},
 			Role: auth.Operator, Body: silenceRequest{}, Status: http.StatusCreated},
 		"DELETE /api/v1/silences/{id}": {Summary: "End a silence now", Tag: "alerts", Resp: deleted{}, Role: auth.Operator, Status: http.StatusAccepted},
-		"GET /api/v1/olts/{id}/pons":   {Summary: "The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert", Tag: "olts", Resp: ponList{}},
+		"GET /api/v1/olts/{id}/pons":   {Summary: "The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert; from the OLT's health tables (null where they do not report the port): port_index, admin_state, oper_state (up/down), tx_power_dbm, rx_power_dbm, temperature_c, onu_count_reported, health_observed_at, state_changed_at (a port they report without ONUs has a row of its own)", Tag: "olts", Resp: ponList{}},
 	}
 }

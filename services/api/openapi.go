@@ -180,6 +180,10 @@ func routeDocs() map[string]routeDoc {
 	for k, v := range alertRouteDocs() {
 		docs[k] = v
 	}
+	// OLT health (health.go).
+	for k, v := range healthRouteDocs() {
+		docs[k] = v
+	}
 	return docs
 }
 

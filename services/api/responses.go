@@ -90,9 +90,9 @@ type nodeList struct {
 }
 
 type ponList struct {
-	OLTID string   `json:"olt_id"`
-	Count int      `json:"count"`
-	PONs  []ponRow `json:"pons"`
+	OLTID string         `json:"olt_id"`
+	Count int            `json:"count"`
+	PONs  []ponHealthRow `json:"pons"`
 }
 
 type incidentDetail struct {

@@ -16,7 +16,7 @@ import (
 var IndexSchemes = []string{"pon.onu", "fiberhome"}
 
 // Kinds are the job kinds.
-var Kinds = []string{streams.KindDiscovery, streams.KindGet, streams.KindWalk, streams.KindBulkWalk}
+var Kinds = []string{streams.KindDiscovery, streams.KindGet, streams.KindWalk, streams.KindBulkWalk, streams.KindHealth}
 
 // Fields are the ONU fields an OID can feed.
 var Fields = streams.ONUFields()

@@ -47,9 +47,7 @@ func summarizeProfile(p profiles.Profile) vendorProfileSummary {
 			v.Fields = append(v.Fields, c.Field)
 		}
 	}
-	for _, j := range p.Jobs {
-		v.Jobs = append(v.Jobs, p.JobID(j.ID))
-	}
+	v.Jobs = profileJobIDs(p)
 	return v
 }
 
@@ -155,8 +153,8 @@ func (s *server) createOLTWithProfile(w http.ResponseWriter, r *http.Request, re
 		return conflict("OLT %s already exists", ev.ID)
 	}
 	var assigned []string
-	for _, j := range p.Jobs {
-		a := streams.JobOLTAssigned{JobID: p.JobID(j.ID), OLTID: ev.ID, Enabled: true}
+	for _, jobID := range profileJobIDs(p) { // with the health job (health.go)
+		a := streams.JobOLTAssigned{JobID: jobID, OLTID: ev.ID, Enabled: true}
 		if aerr := s.publish(r, streams.SubjectAssignment(a.JobID, a.OLTID), a); aerr != nil {
 			return aerr
 		}
@@ -204,7 +202,12 @@ func (s *server) ensureProfile(r *http.Request, p profiles.Profile) ([]string, *
 			created = append(created, "job "+job.ID)
 		}
 	}
-	return created, nil
+	// The health section's OIDs and job (health.go).
+	health, aerr := s.ensureHealth(r, p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return append(created, health...), nil
 }
 
 // createIfAbsent publishes ev on subject unless a live entity of its type

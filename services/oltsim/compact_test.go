@@ -13,8 +13,14 @@ import (
 // against: the former layout, every row materialised as an entry, sorted
 // and de-duplicated by mibBuilder (last added wins).
 func buildFlatMIB(p *profile, name string, sh Shape, onus []onuState) *mibView {
+	return buildFlatMIBHealth(p, name, sh, onus, Health{})
+}
+
+// buildFlatMIBHealth is buildFlatMIB with the OLT's health tables.
+func buildFlatMIBHealth(p *profile, name string, sh Shape, onus []onuState, h Health) *mibView {
 	b := &mibBuilder{strict: true}
 	p.staticMIB(b, name, sh)
+	p.healthMIB(b, h)
 	for _, c := range p.columns {
 		b.object(c.oid)
 		for i := range onus {
@@ -172,7 +178,7 @@ func TestCompactMatchesFlat(t *testing.T) {
 					o.Tick()
 				}
 				o.mu.Lock()
-				flat := buildFlatMIB(o.prof, o.name, sh, o.onus)
+				flat := buildFlatMIBHealth(o.prof, o.name, sh, o.onus, o.health)
 				o.mu.Unlock()
 				compareViews(t, flat, o.view())
 				// A view taken before the ticks still serves what it did.
@@ -283,13 +289,14 @@ func TestViewWhileLifeChanges(t *testing.T) {
 // the whole walk, before and after three life ticks) to the hashes the
 // simulator produced before the compact layout: pollers' test fixtures and
 // recorded expectations keep holding. Update only for a deliberate change
-// of the generated data (the walks changed when the Huawei ONT DDM columns
-// and the ZTE 1082-tree Tx column were added; the ONUs did not).
+// of the generated data (the walks changed when the Huawei ONT DDM columns,
+// the ZTE 1082-tree Tx column and the OLT health tables were added; the
+// ONUs did not).
 func TestSeedOutputUnchanged(t *testing.T) {
 	want := map[string][4]string{
-		"huawei-ma5800":    {"0128c02f2b6ea5db5108a087fc5b856babf6322e4495fa6ad72f4034fc57e17e", "b76f10c42494783ab0fdd796a28bbb3d122d7e357cbafe2da9694f0c2f6c82a5", "786bbd5fecbc4e6d4fbc8f8c61ab44ada50cd383882a0b759f15593db6e0eeb6", "a55f5a0ab263d6afa36a5ff4c8f8345a760b4c5bc433e13034af6daece10332a"},
-		"zte-c300":         {"2822c8f6ace49a78d26e4ac238fce323e3a413d652f8b957f2b96d2d7d857fc3", "93d123bf5326b6450f8120797db43255ea81f64c80752518e18e0d7c4e058d4a", "0e037ac3d8af00b5d68a7b98593ac5c9f36f96c8ef6a4590456afcf284782a9e", "63eaf77dc39a63516a28ef1adc6e66760fa11341379f4ba24e3bce3b665ccca1"},
-		"fiberhome-an5516": {"09f240366d829048b75d86a5a9aed22d3f4676ec488c1621f6312cd97f2a2b97", "911ec5d8c164f7cf4cb9f0779d985b53b16041771050bba4cef4e6e5dee6edd6", "3c7408b92a0bd6ed3be193a9a34ae9148a1d889509435dfa082abfc321ccc37d", "e594236bc8d705295c41970a5988a7f925fce3bfc0b43eb372b342c47800fca8"},
+		"huawei-ma5800":    {"0128c02f2b6ea5db5108a087fc5b856babf6322e4495fa6ad72f4034fc57e17e", "4a1895487197d052b69257443ef50b573db00132ed550e8570a377cf56266639", "786bbd5fecbc4e6d4fbc8f8c61ab44ada50cd383882a0b759f15593db6e0eeb6", "ccbcb105b899b3679b4f9129cdcb45b92f2cc4d9ff552c70c0d93a4300b94e93"},
+		"zte-c300":         {"2822c8f6ace49a78d26e4ac238fce323e3a413d652f8b957f2b96d2d7d857fc3", "2b620299174edb96932e40624241a305cef7a7fa2499cafe1dce754ee930d8d4", "0e037ac3d8af00b5d68a7b98593ac5c9f36f96c8ef6a4590456afcf284782a9e", "4af1f874eb6ee9a4acf399c9e9619845de0993113cfca17d2fb6bcddc338d21d"},
+		"fiberhome-an5516": {"09f240366d829048b75d86a5a9aed22d3f4676ec488c1621f6312cd97f2a2b97", "3e2fa00eda712e0a1584e5e77c23b9aa340bcbdad3021d26c0881185a460eb90", "3c7408b92a0bd6ed3be193a9a34ae9148a1d889509435dfa082abfc321ccc37d", "264a793b0c56764a96fb152c7981e1b7fbf062c6f0f7c5516fac9a014a532e0a"},
 		"vsol-v1600g":      {"1f4bec38c023764bc7e3e1744ad3f0e6d968bbf84edd47253cb0ca6a54a20c96", "3a410d01e8218ad9e7cdbca9cf4232a1b6d8fe8db10b74583b6a22f628543a3f", "321089ec099f93567bf843a739b7c360f54cc9008b9103458fee5429636fce89", "a165f7d4837dfba3c3124d35b6dd10983204b9a014d839c615699a8826c0b828"},
 	}
 	for _, name := range ProfileNames() {

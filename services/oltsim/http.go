@@ -112,6 +112,8 @@ func (o *OLT) Info() OLTInfo {
 //	GET    /olts/{name}/onus       ground-truth ONU rows
 //	GET    /olts/{name}/onus/{index}  one ONU's row
 //	PATCH  /olts/{name}/onus/{index}  change one ONU (ONUPatch body)
+//	GET    /olts/{name}/health     the OLT's own state (Health)
+//	PATCH  /olts/{name}/health     fail a fan or PSU, take a PON port down (HealthPatch body)
 //	POST   /olts/{name}/tick       advance simulated life one step
 //	POST   /olts/{name}/reboot     restart sysUpTime
 //	GET    /metrics                Prometheus metrics (own registry)
@@ -200,6 +202,23 @@ func (f *Fleet) Handler() http.Handler {
 		}
 		u, _ := o.ONU(index)
 		writeJSON(w, http.StatusOK, toONUJSON([]ONU{u})[0])
+	}))
+	mux.HandleFunc("GET /olts/{name}/health", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
+		writeJSON(w, http.StatusOK, o.Health())
+	}))
+	mux.HandleFunc("PATCH /olts/{name}/health", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
+		var p HealthPatch
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		if err := o.PatchHealth(p); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, o.Health())
 	}))
 	mux.HandleFunc("POST /olts/{name}/tick", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
 		writeJSON(w, http.StatusOK, map[string]uint64{"tick": o.Tick()})

@@ -41,6 +41,9 @@ type OLT struct {
 	// (life ticks, SetONUOnline) work on a copy (mutableONUs).
 	onus []onuState
 	tick uint64
+	// health is the OLT's own state (health.go), replaced, never changed
+	// in place, by PatchHealth.
+	health Health
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -95,6 +98,7 @@ func newOLT(ctx context.Context, cfg OLTConfig, log zerolog.Logger, pl *pools) (
 		}
 		o.prof = p
 		o.onus = p.generate(cfg.Shape, cfg.Seed)
+		o.health = newHealth(p, cfg.Shape, cfg.Seed)
 		// The MIB view is built on first use: big fleets start fast and
 		// only the OLTs actually polled hold encoded tables.
 	}
@@ -279,7 +283,7 @@ func (o *OLT) view() *mibView {
 	}
 	st := o.static.Load()
 	if st == nil {
-		st = o.prof.buildStatic(o.name, o.cfg.Shape)
+		st = o.prof.buildStaticHealth(o.name, o.cfg.Shape, o.health)
 		o.static.Store(st)
 	}
 	m := st.withTable(o.prof, o.onus)

@@ -301,7 +301,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		err := ex.publish(fctx, streams.SubjectExec(node.OLTID, streams.PhaseSucceeded), streams.PhaseSucceeded, ex.withGetResult(streams.ExecutionSucceeded{
 			ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
 			Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
-			DurationMS: dur.Milliseconds(), Varbinds: ex.varbinds, Batches: ex.batches,
+			DurationMS: dur.Milliseconds(), Varbinds: ex.varbinds, Batches: ex.batches, Kind: node.Kind,
 		}))
 		if err != nil {
 			ex.log.Warn().Err(err).Msg("publish execution succeeded")
@@ -338,7 +338,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 		ExecutionID: node.ExecutionID, JobID: node.JobID, OLTID: node.OLTID, PollerID: p.cfg.PollerID,
 		Attempt: attempt, LeaseRevision: ex.lease.Revision(), StartedAt: ex.started, FinishedAt: finished,
 		DurationMS: dur.Milliseconds(), Error: text, Retryable: decision.Retryable, Redelivered: decision.Redeliver,
-		Cause: string(cause),
+		Cause: string(cause), Kind: node.Kind,
 	})
 	if err != nil {
 		ex.log.Warn().Err(err).Msg("publish execution failed")
@@ -357,7 +357,7 @@ func (ex *execution) run(work context.Context, deliveredAt time.Time) (redeliver
 func (ex *execution) work(work context.Context) (FailureCause, error) {
 	p, node := ex.p, ex.node
 	switch node.Kind {
-	case streams.KindDiscovery, streams.KindWalk, streams.KindBulkWalk, streams.KindGet:
+	case streams.KindDiscovery, streams.KindWalk, streams.KindBulkWalk, streams.KindGet, streams.KindHealth:
 	default:
 		return CauseConfig, fmt.Errorf("unknown job kind %q", node.Kind)
 	}
@@ -381,9 +381,20 @@ func (ex *execution) work(work context.Context) (FailureCause, error) {
 	ex.bounds = newExecBounds(lim, from, node)
 	ex.budget = &byteBudget{limit: lim.BytesPerExecution, from: from}
 	op := snmpOp{cfg: p.cfg, target: node.Target, community: community, retries: ex.pduRetries, budget: ex.budget}.tuned(node)
-	if node.Kind == streams.KindGet {
+	switch node.Kind {
+	case streams.KindGet:
 		err = ex.getONUs(ctx, op) // getbatch.go: every discovered ONU
-	} else {
+	case streams.KindHealth:
+		// health.go: one decoded reading, no varbind batches.
+		if err = ex.health(ctx, op); err == nil && ex.lease.Err() != nil {
+			err = ex.lease.Err()
+		}
+		if err == nil {
+			return "", nil
+		}
+		cause, cerr := ex.classify(work, ctx, tctx, err)
+		return cause, cerr
+	default:
 		err = op.run(ctx, node.Kind, node.OIDs, func(vb streams.Varbind) error { return ex.add(ctx, vb) })
 	}
 	if err == nil {

@@ -25,6 +25,8 @@ type metrics struct {
 	// valuesTruncated the values cut to value_bytes (bounds.go).
 	boundsExceeded  *prometheus.CounterVec
 	valuesTruncated prometheus.Counter
+	// health counts the health readings published (health.go).
+	health prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metrics, error) {
@@ -70,6 +72,9 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 			Name: "facho_poller_values_truncated_total", Help: "Values from OLTs longer than the value_bytes bound, cut to it; each execution logs its own count as values_truncated.", ConstLabels: constLabels,
 		}),
 	}
+	m.health = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "facho_poller_health_readings_total", Help: "OLT health readings published (olt.health), one per successful health job.", ConstLabels: constLabels,
+	})
 	workersGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_workers", Help: "Configured workers.", ConstLabels: constLabels,
 	}, func() float64 { return float64(m.workers) })
@@ -79,7 +84,7 @@ func newMetrics(reg prometheus.Registerer, pollerID string, workers int) (*metri
 	busyRatio := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "facho_poller_worker_busy_ratio", Help: "Busy workers / workers right now (saturated above 0.75).", ConstLabels: constLabels,
 	}, m.busyRatio)
-	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio, m.pduRetries, m.boundsExceeded, m.valuesTruncated} {
+	for _, c := range []prometheus.Collector{m.executions, m.duration, m.varbinds, m.batches, m.leaseBusy, m.skipped, m.deadLetters, workersGauge, busyGauge, m.busySeconds, m.inFlight, busyRatio, m.pduRetries, m.boundsExceeded, m.valuesTruncated, m.health} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register poller metrics: %w", err)
 		}

@@ -77,6 +77,12 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	router.Handle(streams.StreamDLQ, streams.ConsumerProjectorDLQ, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeDeadLetter)))
 	// The OLTs' availability (olt_availability.go).
 	router.Handle(streams.StreamOLT, streams.ConsumerProjectorOLT, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeAvailability)))
+	// The OLTs' health readings (health.go).
+	hm, err := newHealthMetrics(deps.Registry)
+	if err != nil {
+		return err
+	}
+	router.Handle(streams.StreamOLT, streams.ConsumerProjectorHealth, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeHealth(hm))))
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(ctx) })

@@ -36,6 +36,8 @@ type oltView struct {
 	// PONs: ONUs total / online / down per PON with their firing alerts.
 	PONs    []ponView
 	PONsErr string
+	// Health: the OLT's last health reading (health.go).
+	Health *healthPanel
 }
 
 func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
@@ -93,6 +95,7 @@ func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ov.PONs, ov.PONsErr = c.oltPONs(r, id)
+	ov.Health = c.oltHealth(r, id)
 	for _, x := range anySlice(c.call(r.Context(), http.MethodGet, "/api/v1/executions?limit=25&olt_id="+url.QueryEscape(id), nil).Body["executions"]) {
 		if m, ok := x.(map[string]any); ok {
 			ov.Executions = append(ov.Executions, m)
@@ -263,7 +266,8 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			|| '|' || (SELECT coalesce(max(seen_at)::text, '') FROM onu_walks WHERE olt_id = $1)
 			|| '|' || (SELECT coalesce(max(updated_at)::text, '') FROM executions WHERE olt_id = $1)
 			|| '|' || (SELECT coalesce(max(updated_at)::text, '') || coalesce(max(last_run_at)::text, '') FROM snmp_job_olts WHERE olt_id = $1)
-			|| '|' || (SELECT coalesce(max(updated_at)::text, '') FROM olts WHERE id = $1)`
+			|| '|' || (SELECT coalesce(max(updated_at)::text, '') FROM olts WHERE id = $1)
+			|| '|' || (SELECT coalesce(max(stream_seq)::text, '') FROM olt_health WHERE olt_id = $1)`
 		args = []any{strings.TrimPrefix(topic, "olt:")}
 	case topic == "logs":
 		sql = `SELECT coalesce(max(id)::text, '') FROM coordinator_logs`

@@ -22,7 +22,8 @@ func TestConfigureProfileDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{devstack.DemoProfile + "-discovery", devstack.DemoProfile + "-optical"}
+	// The profile's jobs, its health job among them (sorted).
+	want := []string{devstack.DemoProfile + "-discovery", devstack.DemoProfile + "-health", devstack.DemoProfile + "-optical"}
 	if demo.Existing || len(demo.OLTs) != 1 || strings.Join(demo.Jobs, ",") != strings.Join(want, ",") {
 		t.Fatalf("first configuration: %+v, want jobs %v", demo, want)
 	}

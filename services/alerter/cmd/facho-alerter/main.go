@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			if d := env.Duration("FACHO_ALERT_FLAP_WINDOW", 0); d != 0 {
 				g.FlapWindow = &d
 			}
+			g.OLTTemperatureHighC = envF("FACHO_ALERT_OLT_TEMPERATURE_HIGH_C")
 			if d := env.Duration("FACHO_ALERT_ONU_DOWN_HOLD", -1); d >= 0 {
 				g.ONUDownHold = &d
 			}

@@ -175,7 +175,7 @@ func checkAgent(ctx context.Context, p profiles.Profile, agent, community string
 		f := d.ONUs[k]
 		fmt.Fprintf(stdout, "%s\tpon_index=%d onu_id=%d index=%s %s\n", f.PortName, k.PonIndex, k.ONUID, f.Index, describe(f))
 	}
-	return nil
+	return checkHealth(g, p, stdout) // profiles_health.go
 }
 
 // describe prints an ONU's fields as key=value, sorted.

@@ -69,6 +69,21 @@ func TestProfilesCommand(t *testing.T) {
 	if strings.Contains(text, "secret-c") {
 		t.Error("the community shows in the output")
 	}
+	// The health section is read too: the simulator's fans, PSUs and PON
+	// port as it serves them.
+	h := sim.Health()
+	want := []string{fmt.Sprintf("health: %d fans, %d psus, %d pon ports, %d uplinks", len(h.Fans), len(h.PSUs), len(h.PONs), len(h.Uplinks))}
+	for _, f := range h.Fans {
+		want = append(want, "fan "+f.Index+" : ok")
+	}
+	for _, p := range h.PONs {
+		want = append(want, fmt.Sprintf("pon %d %s (pon_index %d): admin up oper up", p.Index, p.Name, p.Index))
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("check output lacks %q:\n%s", w, text)
+		}
+	}
 }
 
 // `profiles check` against an agent warns about implausible readings: the
