@@ -215,6 +215,6 @@ func (s *server) withPONHealth(r *http.Request, olt string, rows []ponRow) ([]po
 // healthRouteDocs documents the routes of this file.
 func healthRouteDocs() map[string]routeDoc {
 	return map[string]routeDoc{
-		"GET /api/v1/olts/{id}/health": {Summary: "The OLT's last health reading (its profile's health job): observed_at, tables read, chassis (cpu_percent, memory_percent, temperature_c: the highest over its boards; boards), fans and psus (index, name, status ok/failed/absent/unknown), uplinks (index, name, admin_state, oper_state, in_errors, out_errors), fans_failed, psus_failed, pons_down, and the last 50 state changes (changes). PON ports: GET /api/v1/olts/{id}/pons. 404 before the first reading", Tag: "olts"},
+		"GET /api/v1/olts/{id}/health": {Summary: "The OLT's last health reading (its profile's health job): observed_at, tables read, chassis (cpu_percent, memory_percent, temperature_c: the highest over its boards; boards), fans and psus (index, name, status ok/failed/absent/unknown), uplinks (index, name, admin_state, oper_state, in_errors, out_errors), fans_failed, psus_failed, pons_down, and the last 50 state changes (changes). PON ports: GET /api/v1/olts/{id}/pons. 404 before the first reading", Tag: "olts", Resp: healthView{}},
 	}
 }

@@ -169,6 +169,14 @@ type BrandUpserted struct {
 	Snmp        *SNMPTuning `json:"snmp,omitempty"`
 }
 
+// ChassisView defines model for ChassisView.
+type ChassisView struct {
+	Boards        int64    `json:"boards"`
+	CpuPercent    *float64 `json:"cpu_percent"`
+	MemoryPercent *float64 `json:"memory_percent"`
+	TemperatureC  *float64 `json:"temperature_c"`
+}
+
 // ClassQueue defines model for ClassQueue.
 type ClassQueue struct {
 	Capacity          *int64 `json:"capacity"`
@@ -317,6 +325,42 @@ type ExecutionRowPage struct {
 type Health struct {
 	Checks *map[string]string `json:"checks"`
 	Status string             `json:"status"`
+}
+
+// HealthChangeView defines model for HealthChangeView.
+type HealthChangeView struct {
+	Component  string    `json:"component"`
+	Field      string    `json:"field"`
+	Index      string    `json:"index"`
+	Name       string    `json:"name"`
+	New        string    `json:"new"`
+	ObservedAt time.Time `json:"observed_at"`
+	Old        string    `json:"old"`
+}
+
+// HealthColumn defines model for HealthColumn.
+type HealthColumn struct {
+	Decoder Decoder `json:"decoder"`
+	Field   string  `json:"field"`
+	Name    *string `json:"name,omitempty"`
+	Oid     string  `json:"oid"`
+}
+
+// HealthView defines model for HealthView.
+type HealthView struct {
+	Changes     *[]HealthChangeView `json:"changes"`
+	Chassis     ChassisView         `json:"chassis"`
+	ExecutionId string              `json:"execution_id"`
+	Fans        *[]UnitHealth       `json:"fans"`
+	FansFailed  int64               `json:"fans_failed"`
+	JobId       string              `json:"job_id"`
+	ObservedAt  time.Time           `json:"observed_at"`
+	OltId       string              `json:"olt_id"`
+	PonsDown    int64               `json:"pons_down"`
+	Psus        *[]UnitHealth       `json:"psus"`
+	PsusFailed  int64               `json:"psus_failed"`
+	Tables      *[]string           `json:"tables"`
+	Uplinks     *[]UplinkHealth     `json:"uplinks"`
 }
 
 // HistoryRow defines model for HistoryRow.
@@ -830,33 +874,52 @@ type PollerStats struct {
 	TotalTasksFailed    int64                  `json:"total_tasks_failed"`
 }
 
-// PonList defines model for PonList.
-type PonList struct {
-	Count int64     `json:"count"`
-	OltId string    `json:"olt_id"`
-	Pons  *[]PonRow `json:"pons"`
+// PonHealthRow defines model for PonHealthRow.
+type PonHealthRow struct {
+	AdminState       *string    `json:"admin_state"`
+	AlertsFiring     int64      `json:"alerts_firing"`
+	HealthObservedAt *time.Time `json:"health_observed_at"`
+	OnuCountReported *int64     `json:"onu_count_reported"`
+	OnusDown         int64      `json:"onus_down"`
+	OnusOnline       int64      `json:"onus_online"`
+	OnusTotal        int64      `json:"onus_total"`
+	OperState        *string    `json:"oper_state"`
+	Outage           bool       `json:"outage"`
+	OutageAlertId    *string    `json:"outage_alert_id"`
+	Pon              string     `json:"pon"`
+	PonIndex         int64      `json:"pon_index"`
+	PortIndex        *string    `json:"port_index"`
+	RxMedianDbm      *float64   `json:"rx_median_dbm"`
+	RxMinDbm         *float64   `json:"rx_min_dbm"`
+	RxPowerDbm       *float64   `json:"rx_power_dbm"`
+	Severity         *string    `json:"severity"`
+	StateChangedAt   *time.Time `json:"state_changed_at"`
+	TemperatureC     *float64   `json:"temperature_c"`
+	TxPowerDbm       *float64   `json:"tx_power_dbm"`
 }
 
-// PonRow defines model for PonRow.
-type PonRow struct {
-	AlertsFiring  int64    `json:"alerts_firing"`
-	OnusDown      int64    `json:"onus_down"`
-	OnusOnline    int64    `json:"onus_online"`
-	OnusTotal     int64    `json:"onus_total"`
-	Outage        bool     `json:"outage"`
-	OutageAlertId *string  `json:"outage_alert_id"`
-	Pon           string   `json:"pon"`
-	PonIndex      int64    `json:"pon_index"`
-	RxMedianDbm   *float64 `json:"rx_median_dbm"`
-	RxMinDbm      *float64 `json:"rx_min_dbm"`
-	Severity      *string  `json:"severity"`
+// PonList defines model for PonList.
+type PonList struct {
+	Count int64           `json:"count"`
+	OltId string          `json:"olt_id"`
+	Pons  *[]PonHealthRow `json:"pons"`
 }
 
 // Profile defines model for Profile.
 type Profile struct {
-	Bounds      *Bounds     `json:"bounds,omitempty"`
-	Columns     *[]Column   `json:"columns"`
-	Description *string     `json:"description,omitempty"`
+	Bounds      *Bounds   `json:"bounds,omitempty"`
+	Columns     *[]Column `json:"columns"`
+	Description *string   `json:"description,omitempty"`
+	Health      *struct {
+		Chassis         *[]HealthColumn `json:"chassis,omitempty"`
+		Fans            *[]HealthColumn `json:"fans,omitempty"`
+		IntervalSeconds *int64          `json:"interval_seconds,omitempty"`
+		Pons            *[]HealthColumn `json:"pons,omitempty"`
+		Psus            *[]HealthColumn `json:"psus,omitempty"`
+		TimeoutSeconds  *int64          `json:"timeout_seconds,omitempty"`
+		Uplinks         *[]HealthColumn `json:"uplinks,omitempty"`
+		Verified        *string         `json:"verified,omitempty"`
+	} `json:"health,omitempty"`
 	Id          string      `json:"id"`
 	Index       IndexSpec   `json:"index"`
 	IndexScheme string      `json:"index_scheme"`
@@ -1034,6 +1097,23 @@ type TokenList struct {
 	Count  int64    `json:"count"`
 	Tokens *[]Token `json:"tokens"`
 	Total  int64    `json:"total"`
+}
+
+// UnitHealth defines model for UnitHealth.
+type UnitHealth struct {
+	Index  string  `json:"index"`
+	Name   *string `json:"name,omitempty"`
+	Status string  `json:"status"`
+}
+
+// UplinkHealth defines model for UplinkHealth.
+type UplinkHealth struct {
+	AdminState *string `json:"admin_state,omitempty"`
+	InErrors   *int64  `json:"in_errors,omitempty"`
+	Index      string  `json:"index"`
+	Name       *string `json:"name,omitempty"`
+	OperState  *string `json:"oper_state,omitempty"`
+	OutErrors  *int64  `json:"out_errors,omitempty"`
 }
 
 // User defines model for User.
@@ -2690,6 +2770,11 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/olts/{id}/enable (the `PostOltsIdEnable` operationId).
 	PostOltsIdEnable(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetOltsIdHealth The OLT's last health reading (its profile's health job): observed_at, tables read, chassis (cpu_percent, memory_percent, temperature_c: the highest over its boards; boards), fans and psus (index, name, status ok/failed/absent/unknown), uplinks (index, name, admin_state, oper_state, in_errors, out_errors), fans_failed, psus_failed, pons_down, and the last 50 state changes (changes). PON ports: GET /api/v1/olts/{id}/pons. 404 before the first reading
+	//
+	// Corresponds with GET /api/v1/olts/{id}/health (the `GetOltsIdHealth` operationId).
+	GetOltsIdHealth(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOltsIdNodes The OLT's nodes (job on OLT) from the persisted schedule: node_id, job_id, kind, chain, enabled, state, next_run_at, last_run_at, last_status
 	//
 	// Corresponds with GET /api/v1/olts/{id}/nodes (the `GetOltsIdNodes` operationId).
@@ -2710,7 +2795,7 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/history (the `GetOltsIdOnusPonIndexOnuIdHistory` operationId).
 	GetOltsIdOnusPonIndexOnuIdHistory(ctx context.Context, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetOltsIdPons The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert
+	// GetOltsIdPons The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert; from the OLT's health tables (null where they do not report the port): port_index, admin_state, oper_state (up/down), tx_power_dbm, rx_power_dbm, temperature_c, onu_count_reported, health_observed_at, state_changed_at (a port they report without ONUs has a row of its own)
 	//
 	// Corresponds with GET /api/v1/olts/{id}/pons (the `GetOltsIdPons` operationId).
 	GetOltsIdPons(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4011,6 +4096,21 @@ func (c *Client) PostOltsIdEnable(ctx context.Context, id string, reqEditors ...
 	return c.Client.Do(req)
 }
 
+// GetOltsIdHealth The OLT's last health reading (its profile's health job): observed_at, tables read, chassis (cpu_percent, memory_percent, temperature_c: the highest over its boards; boards), fans and psus (index, name, status ok/failed/absent/unknown), uplinks (index, name, admin_state, oper_state, in_errors, out_errors), fans_failed, psus_failed, pons_down, and the last 50 state changes (changes). PON ports: GET /api/v1/olts/{id}/pons. 404 before the first reading
+//
+// Corresponds with GET /api/v1/olts/{id}/health (the `GetOltsIdHealth` operationId).
+func (c *Client) GetOltsIdHealth(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOltsIdHealthRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOltsIdNodes The OLT's nodes (job on OLT) from the persisted schedule: node_id, job_id, kind, chain, enabled, state, next_run_at, last_run_at, last_status
 //
 // Corresponds with GET /api/v1/olts/{id}/nodes (the `GetOltsIdNodes` operationId).
@@ -4071,7 +4171,7 @@ func (c *Client) GetOltsIdOnusPonIndexOnuIdHistory(ctx context.Context, id strin
 	return c.Client.Do(req)
 }
 
-// GetOltsIdPons The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert
+// GetOltsIdPons The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert; from the OLT's health tables (null where they do not report the port): port_index, admin_state, oper_state (up/down), tx_power_dbm, rx_power_dbm, temperature_c, onu_count_reported, health_observed_at, state_changed_at (a port they report without ONUs has a row of its own)
 //
 // Corresponds with GET /api/v1/olts/{id}/pons (the `GetOltsIdPons` operationId).
 func (c *Client) GetOltsIdPons(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7645,6 +7745,40 @@ func NewPostOltsIdEnableRequest(server string, id string) (*http.Request, error)
 	return req, nil
 }
 
+// NewGetOltsIdHealthRequest constructs an http.Request for the GetOltsIdHealth method
+func NewGetOltsIdHealthRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/olts/%s/health", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOltsIdNodesRequest constructs an http.Request for the GetOltsIdNodes method
 func NewGetOltsIdNodesRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -10474,6 +10608,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/olts/{id}/enable (the `PostOltsIdEnable` operationId).
 	PostOltsIdEnableWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*PostOltsIdEnableResponse, error)
 
+	// GetOltsIdHealthWithResponse The OLT's last health reading (its profile's health job): observed_at, tables read, chassis (cpu_percent, memory_percent, temperature_c: the highest over its boards; boards), fans and psus (index, name, status ok/failed/absent/unknown), uplinks (index, name, admin_state, oper_state, in_errors, out_errors), fans_failed, psus_failed, pons_down, and the last 50 state changes (changes). PON ports: GET /api/v1/olts/{id}/pons. 404 before the first reading
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/olts/{id}/health (the `GetOltsIdHealth` operationId).
+	GetOltsIdHealthWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetOltsIdHealthResponse, error)
+
 	// GetOltsIdNodesWithResponse The OLT's nodes (job on OLT) from the persisted schedule: node_id, job_id, kind, chain, enabled, state, next_run_at, last_run_at, last_status
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -10502,7 +10643,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/history (the `GetOltsIdOnusPonIndexOnuIdHistory` operationId).
 	GetOltsIdOnusPonIndexOnuIdHistoryWithResponse(ctx context.Context, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdHistoryParams, reqEditors ...RequestEditorFn) (*GetOltsIdOnusPonIndexOnuIdHistoryResponse, error)
 
-	// GetOltsIdPonsWithResponse The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert
+	// GetOltsIdPonsWithResponse The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert; from the OLT's health tables (null where they do not report the port): port_index, admin_state, oper_state (up/down), tx_power_dbm, rx_power_dbm, temperature_c, onu_count_reported, health_observed_at, state_changed_at (a port they report without ONUs has a row of its own)
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14851,6 +14992,82 @@ func (r PostOltsIdEnableResponse) ContentType() string {
 	return ""
 }
 
+type GetOltsIdHealthResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HealthView
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOltsIdHealthResponse) GetJSON200() *HealthView {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOltsIdHealthResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOltsIdHealthResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOltsIdHealthResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOltsIdHealthResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOltsIdHealthResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOltsIdHealthResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOltsIdHealthResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOltsIdHealthResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOltsIdHealthResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetOltsIdNodesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19105,6 +19322,19 @@ func (c *ClientWithResponses) PostOltsIdEnableWithResponse(ctx context.Context, 
 	return ParsePostOltsIdEnableResponse(rsp)
 }
 
+// GetOltsIdHealthWithResponse The OLT's last health reading (its profile's health job): observed_at, tables read, chassis (cpu_percent, memory_percent, temperature_c: the highest over its boards; boards), fans and psus (index, name, status ok/failed/absent/unknown), uplinks (index, name, admin_state, oper_state, in_errors, out_errors), fans_failed, psus_failed, pons_down, and the last 50 state changes (changes). PON ports: GET /api/v1/olts/{id}/pons. 404 before the first reading
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/olts/{id}/health (the `GetOltsIdHealth` operationId).
+func (c *ClientWithResponses) GetOltsIdHealthWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetOltsIdHealthResponse, error) {
+	rsp, err := c.GetOltsIdHealth(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOltsIdHealthResponse(rsp)
+}
+
 // GetOltsIdNodesWithResponse The OLT's nodes (job on OLT) from the persisted schedule: node_id, job_id, kind, chain, enabled, state, next_run_at, last_run_at, last_status
 //
 // Returns a wrapper object for the known response body format(s).
@@ -19157,7 +19387,7 @@ func (c *ClientWithResponses) GetOltsIdOnusPonIndexOnuIdHistoryWithResponse(ctx 
 	return ParseGetOltsIdOnusPonIndexOnuIdHistoryResponse(rsp)
 }
 
-// GetOltsIdPonsWithResponse The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert
+// GetOltsIdPonsWithResponse The PONs of an OLT (from onu_data): pon_index, pon (port name), onus_total, onus_online, onus_down, rx_min_dbm, rx_median_dbm, alerts_firing, outage (a pon_outage alert fires), severity of its most severe firing alert; from the OLT's health tables (null where they do not report the port): port_index, admin_state, oper_state (up/down), tx_power_dbm, rx_power_dbm, temperature_c, onu_count_reported, health_observed_at, state_changed_at (a port they report without ONUs has a row of its own)
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -23032,6 +23262,67 @@ func ParsePostOltsIdEnableResponse(rsp *http.Response) (*PostOltsIdEnableRespons
 			return nil, err
 		}
 		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetOltsIdHealthResponse parses an HTTP response from a GetOltsIdHealthWithResponse call
+func ParseGetOltsIdHealthResponse(rsp *http.Response) (*GetOltsIdHealthResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOltsIdHealthResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HealthView
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized

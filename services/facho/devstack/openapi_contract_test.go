@@ -315,7 +315,13 @@ func TestAPIAnswersMatchTheOpenAPIDocument(t *testing.T) {
 	c.call("GET", onuPath+"?at="+url.QueryEscape(time.Now().UTC().Format(time.RFC3339)), "", http.StatusOK, nil)
 	c.call("GET", onuPath+"/history", "", http.StatusOK, nil)
 	c.call("GET", "/api/v1/onus?serial="+url.QueryEscape(onu.Serial[:4]+"*"), "", http.StatusOK, nil)
+	waitFor(t, "the OLT's first health reading", 60*time.Second, func() (bool, string) {
+		var n int
+		_ = s.DB.QueryRow(ctx, `SELECT count(*) FROM olt_health WHERE olt_id = 'olt-a'`).Scan(&n)
+		return n == 1, strconv.Itoa(n)
+	})
 	c.call("GET", "/api/v1/olts/olt-a/pons", "", http.StatusOK, nil)
+	c.call("GET", "/api/v1/olts/olt-a/health", "", http.StatusOK, nil)
 	var nodes struct {
 		Nodes []struct {
 			NodeID string `json:"node_id"`
