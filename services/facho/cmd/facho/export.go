@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,8 +22,11 @@ import (
 	"github.com/facho-olt/facho/streams"
 )
 
-// onuDataRow is one onu_data row as exported (parquet column names are the
-// CSV header's).
+// onuDataRow is one onu_data row as exported: every field of an ONU as
+// the API's ONU JSON has it, with its OLT and the execution that last read
+// it (parquet column names are the CSV header's). The first ten columns
+// are those of older versions, in their order; the vendor profile fields
+// and removed_at follow.
 type onuDataRow struct {
 	OLTID           string   `parquet:"olt_id,dict"`
 	PonIndex        int64    `parquet:"pon_index"`
@@ -34,18 +38,45 @@ type onuDataRow struct {
 	FirstSeen       int64    `parquet:"first_seen,timestamp(microsecond)"`
 	LastSeen        int64    `parquet:"last_seen,timestamp(microsecond)"`
 	LastExecutionID string   `parquet:"last_execution_id"`
+	ONUIndex        string   `parquet:"onu_index"`
+	PortName        string   `parquet:"port_name"`
+	Name            string   `parquet:"name"`
+	TxPowerDBm      *float64 `parquet:"tx_power_dbm,optional"`
+	OLTRxPowerDBm   *float64 `parquet:"olt_rx_power_dbm,optional"`
+	DistanceM       *float64 `parquet:"distance_m,optional"`
+	TemperatureC    *float64 `parquet:"temperature_c,optional"`
+	VoltageV        *float64 `parquet:"voltage_v,optional"`
+	BiasMA          *float64 `parquet:"bias_ma,optional"`
+	LastDownCause   string   `parquet:"last_down_cause,dict"`
+	LastDownAt      *int64   `parquet:"last_down_at,optional,timestamp(microsecond)"`
+	LastUpAt        *int64   `parquet:"last_up_at,optional,timestamp(microsecond)"`
+	Model           string   `parquet:"model,dict"`
+	Firmware        string   `parquet:"firmware,dict"`
+	RemovedAt       *int64   `parquet:"removed_at,optional,timestamp(microsecond)"`
 }
 
 func (r onuDataRow) csv() []string {
-	rx := ""
-	if r.RxPowerDBm != nil {
-		rx = strconv.FormatFloat(*r.RxPowerDBm, 'f', -1, 64)
+	num := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'f', -1, 64)
 	}
-	return []string{r.OLTID, strconv.FormatInt(r.PonIndex, 10), strconv.FormatInt(r.ONUID, 10), r.Serial, r.Description, r.Status, rx,
-		microsText(r.FirstSeen), microsText(r.LastSeen), r.LastExecutionID}
+	at := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return microsText(*p)
+	}
+	return []string{r.OLTID, strconv.FormatInt(r.PonIndex, 10), strconv.FormatInt(r.ONUID, 10), r.Serial, r.Description, r.Status, num(r.RxPowerDBm),
+		microsText(r.FirstSeen), microsText(r.LastSeen), r.LastExecutionID,
+		r.ONUIndex, r.PortName, r.Name, num(r.TxPowerDBm), num(r.OLTRxPowerDBm), num(r.DistanceM), num(r.TemperatureC), num(r.VoltageV), num(r.BiasMA),
+		r.LastDownCause, at(r.LastDownAt), at(r.LastUpAt), r.Model, r.Firmware, at(r.RemovedAt)}
 }
 
-var onuDataHeader = []string{"olt_id", "pon_index", "onu_id", "serial", "description", "status", "rx_power_dbm", "first_seen", "last_seen", "last_execution_id"}
+var onuDataHeader = []string{"olt_id", "pon_index", "onu_id", "serial", "description", "status", "rx_power_dbm", "first_seen", "last_seen", "last_execution_id",
+	"onu_index", "port_name", "name", "tx_power_dbm", "olt_rx_power_dbm", "distance_m", "temperature_c", "voltage_v", "bias_ma",
+	"last_down_cause", "last_down_at", "last_up_at", "model", "firmware", "removed_at"}
 
 // varbindRow is one raw reading of a varbind batch.
 type varbindRow struct {
@@ -374,20 +405,33 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 	// OLT's last complete walk did not mark removed was seen by it.
 	rows, err := pool.Query(ctx, `SELECT d.olt_id, d.pon_index, d.onu_id, d.serial, d.description, d.status, d.rx_power_dbm, d.first_seen,
 		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END,
-		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END
+		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END,
+		d.onu_index, d.port_name, d.name, d.tx_power_dbm, d.olt_rx_power_dbm, d.distance_m, d.temperature_c, d.voltage_v, d.bias_ma,
+		d.last_down_cause, d.last_down_at, d.last_up_at, d.model, d.firmware, d.removed_at
 		FROM onu_data d LEFT JOIN onu_walks w ON w.olt_id = d.olt_id
 		WHERE $1 = '' OR d.olt_id = $1 ORDER BY d.olt_id, d.pon_index, d.onu_id`, olt)
 	if err != nil {
 		return 0, fmt.Errorf("export onu-data: %w", err)
 	}
 	defer rows.Close()
+	micros := func(t *time.Time) *int64 {
+		if t == nil {
+			return nil
+		}
+		us := t.UnixMicro()
+		return &us
+	}
 	for rows.Next() {
 		var r onuDataRow
 		var first, last time.Time
-		if err := rows.Scan(&r.OLTID, &r.PonIndex, &r.ONUID, &r.Serial, &r.Description, &r.Status, &r.RxPowerDBm, &first, &last, &r.LastExecutionID); err != nil {
+		var down, up, removed *time.Time
+		if err := rows.Scan(&r.OLTID, &r.PonIndex, &r.ONUID, &r.Serial, &r.Description, &r.Status, &r.RxPowerDBm, &first, &last, &r.LastExecutionID,
+			&r.ONUIndex, &r.PortName, &r.Name, &r.TxPowerDBm, &r.OLTRxPowerDBm, &r.DistanceM, &r.TemperatureC, &r.VoltageV, &r.BiasMA,
+			&r.LastDownCause, &down, &up, &r.Model, &r.Firmware, &removed); err != nil {
 			return out.n, fmt.Errorf("export onu-data: %w", err)
 		}
 		r.FirstSeen, r.LastSeen = first.UnixMicro(), last.UnixMicro()
+		r.LastDownAt, r.LastUpAt, r.RemovedAt = micros(down), micros(up), micros(removed)
 		if err := out.write(r); err != nil {
 			return out.n, err
 		}
@@ -414,6 +458,7 @@ func exportVarbinds(ctx context.Context, js jetstream.JetStream, r replay.Range,
 		total = last - max(first, r.From.Seq) + 1
 	}
 	var msgs uint64
+	var oids batchOIDs
 	_, err = replay.Read(ctx, js, r, func(m jetstream.Msg) error {
 		msgs++
 		bar.update(msgs, total)
@@ -427,17 +472,53 @@ func exportVarbinds(ctx context.Context, js jetstream.JetStream, r replay.Range,
 		}
 		row := varbindRow{StreamSeq: int64(meta.Sequence.Stream), CollectedAt: b.CollectedAt.UnixMicro(), OLTID: b.OLTID,
 			ExecutionID: b.ExecutionID, Batch: int64(b.Batch)}
-		for _, v := range b.Varbinds {
-			row.OID, row.Type, row.Value = v.OID, v.Type, v.Value
-			if err := out.write(row); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeBatchVarbinds(out, row, b, &oids)
 	})
 	bar.finish()
 	if err != nil {
 		return out.n, err
 	}
 	return out.n, out.close()
+}
+
+// batchOIDs builds the OIDs of a batch's row values: each column's OID
+// (without the dots around it) once per batch, then "<column>.<index>"
+// in a buffer reused from row to row.
+type batchOIDs struct {
+	cols []string
+	buf  []byte
+}
+
+// writeBatchVarbinds writes one row per varbind of b with the message's
+// fields of row: the raw Varbinds (the only form of version 1 batches,
+// and what is under no column in version 2), then every value of Rows
+// (what the pollers publish) with its full OID, as
+// streams.VarbindBatch.AllVarbinds lists them.
+func writeBatchVarbinds(out *rowWriter[varbindRow], row varbindRow, b streams.VarbindBatch, o *batchOIDs) error {
+	for _, v := range b.Varbinds {
+		row.OID, row.Type, row.Value = v.OID, v.Type, v.Value
+		if err := out.write(row); err != nil {
+			return err
+		}
+	}
+	if len(b.Rows) == 0 {
+		return nil
+	}
+	o.cols = o.cols[:0]
+	for _, c := range b.Columns {
+		o.cols = append(o.cols, strings.Trim(c.OID, "."))
+	}
+	for _, r := range b.Rows {
+		for _, v := range r.Values {
+			if v.Column < 0 || v.Column >= len(o.cols) {
+				continue // not a valid batch: the projector dead-letters it
+			}
+			o.buf = append(append(append(o.buf[:0], o.cols[v.Column]...), '.'), r.Index...)
+			row.OID, row.Type, row.Value = string(o.buf), v.Type, v.Value
+			if err := out.write(row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
