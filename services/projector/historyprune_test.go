@@ -258,6 +258,8 @@ func TestHistoryRetentionZeroKeepsForever(t *testing.T) {
 	r.eventually("a pass done", func() bool {
 		return slices.Contains(r.partitionsOf("onu_history"), partitionName("onu_history", utcDay(time.Now()).Add(HistoryPartitionsAhead*24*time.Hour)))
 	})
+	// The old rows moved into a partition of their day, not pruned.
+	r.eventually("old rows in their day's partition", func() bool { return r.countIn("onu_history_default") == 0 })
 	if got := gaugeOf(t, r.reg, "facho_projector_history_pruned_rows_total"); got != 0 {
 		t.Errorf("pruned %v rows with retention 0", got)
 	}
