@@ -88,6 +88,9 @@ func runRebuild(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("rebuild: which read model? (%s)", strings.Join(reg.Names(), ", "))
 	}
 	name := args[0]
+	if name == "onu_history_hourly" {
+		return runRebuildHourly(ctx, args[1:], getenv, stdout, stderr)
+	}
 	if ok, err := parseFlags(fs, args[1:]); !ok {
 		return err
 	}
@@ -163,4 +166,67 @@ func rebuildGC(getenv func(string) string) (restore func()) {
 // output is their result) in FACHO_LOG_FORMAT (console on a terminal).
 func cliLogger(getenv func(string) string, stderr io.Writer) (zerolog.Logger, error) {
 	return telemetry.LoggerFromEnv(getenv, stderr, "", zerolog.WarnLevel)
+}
+
+// runRebuildHourly is `facho rebuild onu_history_hourly`: the hourly
+// rollups recomputed from onu_history, one transaction per UTC day
+// (projector.RebuildHourly).
+func runRebuildHourly(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rebuild onu_history_hourly", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "first day: RFC 3339 time or duration ago (default: the oldest change in onu_history)")
+	to := fs.String("to", "", "last day: RFC 3339 time or duration ago (default: now)")
+	dbURL := fs.String("db", getenv("DATABASE_URL"), "Postgres URL (DATABASE_URL)")
+	nf := addNATSFlags(fs, getenv)
+	if ok, err := parseFlags(fs, args); !ok {
+		return err
+	}
+	now := time.Now()
+	first, err := parseTimeFlag(*from, now)
+	if err != nil {
+		return fmt.Errorf("rebuild onu_history_hourly --from: %w", err)
+	}
+	last, err := parseTimeFlag(*to, now)
+	if err != nil {
+		return fmt.Errorf("rebuild onu_history_hourly --to: %w", err)
+	}
+	if last.IsZero() {
+		last = now
+	}
+	*dbURL = nf.databaseURL(*dbURL)
+	if *dbURL == "" {
+		return fmt.Errorf("rebuild onu_history_hourly: DATABASE_URL (or --db) is required (or run it in the folder of a running facho dev)")
+	}
+	pool, err := pgxpool.New(ctx, *dbURL)
+	if err != nil {
+		return fmt.Errorf("rebuild onu_history_hourly: database: %w", err)
+	}
+	defer pool.Close()
+	if first.IsZero() {
+		var oldest *time.Time
+		if err := pool.QueryRow(ctx, `SELECT min(at) FROM onu_history`).Scan(&oldest); err != nil {
+			return fmt.Errorf("rebuild onu_history_hourly: oldest change: %w", err)
+		}
+		if oldest == nil {
+			_, err := fmt.Fprintln(stdout, "onu_history_hourly: onu_history is empty, nothing to roll up")
+			return err
+		}
+		first = *oldest
+	}
+	if first.After(last) {
+		return fmt.Errorf("rebuild onu_history_hourly: --from %s is after --to %s", first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339))
+	}
+	start := time.Now()
+	days := uint64(last.Sub(first)/(24*time.Hour)) + 1
+	bar := newProgress(stderr, "rebuild onu_history_hourly")
+	rep, err := projector.RebuildHourly(ctx, pool, first, last, func(_ time.Time, r projector.HourlyRebuildReport) {
+		bar.update(uint64(r.Days), days)
+	})
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("rebuild onu_history_hourly: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "onu_history_hourly: %d days (%s .. %s) recomputed from onu_history: %d rows replaced, %d written in %s\n",
+		rep.Days, first.UTC().Format(time.DateOnly), last.UTC().Format(time.DateOnly), rep.Deleted, rep.Inserted, time.Since(start).Round(time.Millisecond))
+	return err
 }
