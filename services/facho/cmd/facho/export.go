@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
@@ -126,13 +128,20 @@ var onuHistoryHeader = []string{"at", "olt_id", "pon_index", "onu_id", "field", 
 
 func microsText(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }
 
-// rowWriter writes rows of T as CSV or parquet.
+// rowWriter writes rows of T as CSV or parquet. A CSV writer also takes
+// lines built by the caller (appendCSVField), buffered here: the varbind
+// export writes its rows so, without a []string per row.
 type rowWriter[T interface{ csv() []string }] struct {
 	csv     *csv.Writer
+	w       io.Writer
+	raw     []byte // CSV lines not yet written to w
 	parquet *parquet.GenericWriter[T]
 	buf     []T
 	n       int64
 }
+
+// rawFlushBytes is how much CSV a rowWriter buffers before writing.
+const rawFlushBytes = 256 << 10
 
 func newRowWriter[T interface{ csv() []string }](w io.Writer, format string, header []string) (*rowWriter[T], error) {
 	switch format {
@@ -141,7 +150,11 @@ func newRowWriter[T interface{ csv() []string }](w io.Writer, format string, hea
 		if err := cw.Write(header); err != nil {
 			return nil, err
 		}
-		return &rowWriter[T]{csv: cw}, nil
+		cw.Flush() // before any line written raw
+		if err := cw.Error(); err != nil {
+			return nil, err
+		}
+		return &rowWriter[T]{csv: cw, w: w}, nil
 	case "parquet":
 		return &rowWriter[T]{parquet: parquet.NewGenericWriter[T](w, parquet.Compression(&parquet.Zstd))}, nil
 	}
@@ -160,6 +173,26 @@ func (rw *rowWriter[T]) write(r T) error {
 	return nil
 }
 
+// line takes one CSV line (with its newline) built by the caller, of a
+// writer whose rows all go this way.
+func (rw *rowWriter[T]) line(l []byte) error {
+	rw.n++
+	rw.raw = append(rw.raw, l...)
+	if len(rw.raw) >= rawFlushBytes {
+		return rw.flushRaw()
+	}
+	return nil
+}
+
+func (rw *rowWriter[T]) flushRaw() error {
+	if len(rw.raw) == 0 {
+		return nil
+	}
+	_, err := rw.w.Write(rw.raw)
+	rw.raw = rw.raw[:0]
+	return err
+}
+
 func (rw *rowWriter[T]) flushParquet() error {
 	if _, err := rw.parquet.Write(rw.buf); err != nil {
 		return fmt.Errorf("parquet: %w", err)
@@ -172,7 +205,10 @@ func (rw *rowWriter[T]) flushParquet() error {
 func (rw *rowWriter[T]) close() error {
 	if rw.csv != nil {
 		rw.csv.Flush()
-		return rw.csv.Error()
+		if err := rw.csv.Error(); err != nil {
+			return err
+		}
+		return rw.flushRaw()
 	}
 	if err := rw.flushParquet(); err != nil {
 		return err
@@ -181,6 +217,39 @@ func (rw *rowWriter[T]) close() error {
 		return fmt.Errorf("parquet: %w", err)
 	}
 	return nil
+}
+
+// appendCSVField appends f as encoding/csv writes a field (comma, no
+// CRLF): quoted when it has a comma, a quote, a CR or LF, starts with a
+// space, or is \. ; quotes doubled.
+func appendCSVField(w []byte, f string) []byte {
+	if !csvNeedsQuotes(f) {
+		return append(w, f...)
+	}
+	w = append(w, '"')
+	for i := 0; i < len(f); i++ {
+		if f[i] == '"' {
+			w = append(w, '"')
+		}
+		w = append(w, f[i])
+	}
+	return append(w, '"')
+}
+
+func csvNeedsQuotes(f string) bool {
+	if f == "" {
+		return false
+	}
+	if f == `\.` {
+		return true
+	}
+	for i := 0; i < len(f); i++ {
+		if c := f[i]; c == '\n' || c == '\r' || c == '"' || c == ',' {
+			return true
+		}
+	}
+	r, _ := utf8.DecodeRuneInString(f)
+	return unicode.IsSpace(r)
 }
 
 func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -483,21 +552,47 @@ func exportVarbinds(ctx context.Context, js jetstream.JetStream, r replay.Range,
 
 // batchOIDs builds the OIDs of a batch's row values: each column's OID
 // (without the dots around it) once per batch, then "<column>.<index>"
-// in a buffer reused from row to row.
+// in a buffer reused from row to row; line is the CSV line being built.
 type batchOIDs struct {
 	cols []string
 	buf  []byte
+	line []byte
 }
 
 // writeBatchVarbinds writes one row per varbind of b with the message's
 // fields of row: the raw Varbinds (the only form of version 1 batches,
 // and what is under no column in version 2), then every value of Rows
 // (what the pollers publish) with its full OID, as
-// streams.VarbindBatch.AllVarbinds lists them.
+// streams.VarbindBatch.AllVarbinds lists them. As CSV the fields the
+// batch's rows share are written once, and each line is built in place.
 func writeBatchVarbinds(out *rowWriter[varbindRow], row varbindRow, b streams.VarbindBatch, o *batchOIDs) error {
+	var head []byte
+	if out.csv != nil {
+		head = strconv.AppendInt(o.line[:0], row.StreamSeq, 10)
+		head = append(head, ',')
+		head = time.UnixMicro(row.CollectedAt).UTC().AppendFormat(head, time.RFC3339Nano)
+		head = append(appendCSVField(append(appendCSVField(append(head, ','), row.OLTID), ','), row.ExecutionID), ',')
+		head = append(strconv.AppendInt(head, row.Batch, 10), ',')
+	}
+	emit := func(oid []byte, typ, value string) error {
+		if out.csv == nil {
+			row.OID, row.Type, row.Value = string(oid), typ, value
+			return out.write(row)
+		}
+		l := head
+		if csvNeedsQuotes(string(oid)) {
+			l = appendCSVField(l, string(oid))
+		} else {
+			l = append(l, oid...)
+		}
+		l = appendCSVField(append(l, ','), typ)
+		l = append(appendCSVField(append(l, ','), value), '\n')
+		head = l[:len(head)] // the same bytes, maybe moved
+		o.line = l
+		return out.line(l)
+	}
 	for _, v := range b.Varbinds {
-		row.OID, row.Type, row.Value = v.OID, v.Type, v.Value
-		if err := out.write(row); err != nil {
+		if err := emit([]byte(v.OID), v.Type, v.Value); err != nil {
 			return err
 		}
 	}
@@ -514,8 +609,7 @@ func writeBatchVarbinds(out *rowWriter[varbindRow], row varbindRow, b streams.Va
 				continue // not a valid batch: the projector dead-letters it
 			}
 			o.buf = append(append(append(o.buf[:0], o.cols[v.Column]...), '.'), r.Index...)
-			row.OID, row.Type, row.Value = string(o.buf), v.Type, v.Value
-			if err := out.write(row); err != nil {
+			if err := emit(o.buf, v.Type, v.Value); err != nil {
 				return err
 			}
 		}

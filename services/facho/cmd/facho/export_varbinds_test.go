@@ -168,3 +168,18 @@ func TestExportVarbindsOfARealPoller(t *testing.T) {
 		}
 	}
 }
+
+// appendCSVField writes a field byte for byte as encoding/csv does.
+func TestAppendCSVField(t *testing.T) {
+	for _, f := range []string{"", "plain", "1.3.6.1", "a,b", `say "hi"`, "two\nlines", "cr\r", " lead", "\tlead", "trail ", `\.`, `\.x`, "é", "\u00a0nbsp", `"`} {
+		var want bytes.Buffer
+		w := csv.NewWriter(&want)
+		if err := w.Write([]string{f}); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		if got := string(appendCSVField(nil, f)) + "\n"; got != want.String() {
+			t.Errorf("%q: %q, encoding/csv %q", f, got, want.String())
+		}
+	}
+}
