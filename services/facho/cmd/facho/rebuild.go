@@ -140,17 +140,24 @@ func runRebuild(ctx context.Context, args []string, getenv func(string) string, 
 // unless GOGC or GOMEMLIMIT say otherwise: a rebuild allocates every
 // event it decodes and folds, and with Go's default (GOGC=100) the
 // collector took a fifth of the Go time of `facho rebuild executions`.
-// GOGC=400 lets the heap grow to five times what is live; the 1 GiB soft
-// limit has the collector run earlier when that would pass 1 GiB (a fold
-// of up to FoldMaxRows rows).
+// GOGC=400 lets the heap grow to five times what is live; the 448 MiB
+// soft limit (rebuildMemoryLimit) has the collector run earlier when that
+// would pass it, so the process stays within about 512 MB: what a rebuild
+// holds live is bounded (replay.MaxQueuedBytes of messages in flight; a
+// fold of up to FoldMaxRows rows may still need more, and gets it: the
+// limit is soft).
 // It returns the function that puts the previous settings back.
+// rebuildMemoryLimit is the Go memory limit of a rebuild (GOMEMLIMIT
+// unset).
+const rebuildMemoryLimit = 448 << 20
+
 func rebuildGC(getenv func(string) string) (restore func()) {
 	percent, limit := -2, int64(-1) // not changed
 	if getenv("GOGC") == "" {
 		percent = debug.SetGCPercent(400)
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		limit = debug.SetMemoryLimit(1 << 30)
+		limit = debug.SetMemoryLimit(rebuildMemoryLimit)
 	}
 	return func() {
 		if percent != -2 {
