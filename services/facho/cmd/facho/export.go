@@ -438,10 +438,10 @@ func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, f
 	}
 	if format == "csv" {
 		// Postgres writes the CSV (COPY), the values as the Go path would.
-		q := `SELECT ` + pgTimeText("at") + ` AS at, olt_id, pon_index, onu_id, field, old_value, new_value, NULLIF(execution_id, '') AS execution_id, stream_seq
+		q := `SELECT at, olt_id, pon_index, onu_id, field, old_value, new_value, NULLIF(execution_id, '') AS execution_id, stream_seq
 			FROM onu_history WHERE at >= ` + pgLiteral(from.UTC().Format(time.RFC3339Nano)) + ` AND at <= ` + pgLiteral(h.To.UTC().Format(time.RFC3339Nano)) +
 			` AND (` + pgLiteral(h.OLT) + ` = '' OR olt_id = ` + pgLiteral(h.OLT) + `) ORDER BY at, olt_id, pon_index, onu_id, stream_seq, field`
-		n, err := copyCSV(ctx, pool, w, q, bar, total)
+		n, err := copyCSV(ctx, pool, w, q, []int{0}, bar, total)
 		if err != nil {
 			return n, fmt.Errorf("export onu-history: %w", err)
 		}
@@ -481,16 +481,15 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 	if format == "csv" {
 		// Postgres writes the CSV (COPY), the values as the Go path would.
 		q := `SELECT d.olt_id, d.pon_index, d.onu_id, NULLIF(d.serial, '') AS serial, NULLIF(d.description, '') AS description, NULLIF(d.status, '') AS status,
-			d.rx_power_dbm, ` + pgTimeText("d.first_seen") + ` AS first_seen,
-			` + pgTimeText("CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END") + ` AS last_seen,
+			d.rx_power_dbm, d.first_seen,
+			CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END AS last_seen,
 			NULLIF(CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END, '') AS last_execution_id,
 			NULLIF(d.onu_index, '') AS onu_index, NULLIF(d.port_name, '') AS port_name, NULLIF(d.name, '') AS name, d.tx_power_dbm, d.olt_rx_power_dbm,
 			d.distance_m, d.temperature_c, d.voltage_v, d.bias_ma, NULLIF(d.last_down_cause, '') AS last_down_cause,
-			` + pgTimeText("d.last_down_at") + ` AS last_down_at, ` + pgTimeText("d.last_up_at") + ` AS last_up_at,
-			NULLIF(d.model, '') AS model, NULLIF(d.firmware, '') AS firmware, ` + pgTimeText("d.removed_at") + ` AS removed_at
+			d.last_down_at, d.last_up_at, NULLIF(d.model, '') AS model, NULLIF(d.firmware, '') AS firmware, d.removed_at
 			FROM onu_data d LEFT JOIN onu_walks w ON w.olt_id = d.olt_id
 			WHERE ` + pgLiteral(olt) + ` = '' OR d.olt_id = ` + pgLiteral(olt) + ` ORDER BY d.olt_id, d.pon_index, d.onu_id`
-		n, err := copyCSV(ctx, pool, w, q, newProgress(io.Discard, ""), 0)
+		n, err := copyCSV(ctx, pool, w, q, []int{7, 8, 20, 21, 24}, newProgress(io.Discard, ""), 0)
 		if err != nil {
 			return n, fmt.Errorf("export onu-data: %w", err)
 		}
@@ -541,14 +540,6 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 	return out.n, out.close()
 }
 
-// pgTimeText is the SQL of a timestamptz expression as RFC 3339 text in
-// UTC, as microsText writes it ("2026-01-02T03:04:05.5Z"), in a session
-// whose TimeZone is UTC and DateStyle ISO (copyCSV's): Postgres writes
-// "2026-01-02 03:04:05.5+00", fraction trimmed as Go trims it.
-func pgTimeText(expr string) string {
-	return `replace(left((` + expr + `)::text, -3), ' ', 'T') || 'Z'`
-}
-
 // pgLiteral quotes s as a SQL string literal (standard conforming
 // strings; COPY takes no parameters).
 func pgLiteral(s string) string {
@@ -557,9 +548,13 @@ func pgLiteral(s string) string {
 
 // copyCSV writes the rows of query as CSV with its column names as the
 // header, through COPY: Postgres formats the rows, about twice as fast as
-// reading them into Go and writing them again. It returns the rows
-// written; bar, if on, counts the lines against total.
-func copyCSV(ctx context.Context, pool *pgxpool.Pool, w io.Writer, query string, bar *progress, total int64) (int64, error) {
+// reading them into Go and writing them again. The timestamptz columns
+// times (by position) are rewritten on the way from Postgres's text
+// ("2026-01-02 03:04:05.5+00" in a UTC session) to RFC 3339 as microsText
+// writes it ("2026-01-02T03:04:05.5Z"): in SQL that formatting cost as
+// much as the COPY itself. It returns the rows written; bar, if on,
+// counts the lines against total.
+func copyCSV(ctx context.Context, pool *pgxpool.Pool, w io.Writer, query string, times []int, bar *progress, total int64) (int64, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
@@ -573,13 +568,104 @@ func copyCSV(ctx context.Context, pool *pgxpool.Pool, w io.Writer, query string,
 	if _, err := tx.Exec(ctx, `SET LOCAL TimeZone TO 'UTC'; SET LOCAL DateStyle TO 'ISO'; SET LOCAL extra_float_digits TO 1`); err != nil {
 		return 0, err
 	}
-	lw := &lineCounter{w: w, bar: bar, total: uint64(max(total, 0))}
-	tag, err := tx.Conn().PgConn().CopyTo(ctx, lw, `COPY (`+query+`) TO STDOUT (FORMAT csv, HEADER)`)
+	rw := newPGTimeCSV(&lineCounter{w: w, bar: bar, total: uint64(max(total, 0))}, times)
+	tag, err := tx.Conn().PgConn().CopyTo(ctx, rw, `COPY (`+query+`) TO STDOUT (FORMAT csv, HEADER)`)
+	if err == nil {
+		err = rw.flush()
+	}
 	if err != nil {
 		return 0, err
 	}
 	bar.finish()
 	return tag.RowsAffected(), nil
+}
+
+// pgTimeCSV passes CSV on, rewriting the fields of some columns from
+// Postgres's timestamptz text in UTC to RFC 3339 ("2026-01-02
+// 03:04:05.5+00" to "2026-01-02T03:04:05.5Z"); the header line and every
+// other field pass unchanged. It follows CSV quoting, so a quoted field
+// with commas or line breaks in it does not shift the columns.
+type pgTimeCSV struct {
+	w      io.Writer
+	times  []bool // by column
+	out    []byte
+	field  []byte // the current field of a time column
+	col    int
+	quoted bool
+	header bool // in the header line
+}
+
+func newPGTimeCSV(w io.Writer, times []int) *pgTimeCSV {
+	t := &pgTimeCSV{w: w, header: true}
+	for _, c := range times {
+		for len(t.times) <= c {
+			t.times = append(t.times, false)
+		}
+		t.times[c] = true
+	}
+	return t
+}
+
+func (t *pgTimeCSV) isTime() bool { return !t.header && t.col < len(t.times) && t.times[t.col] }
+
+// endField writes the time field held, rewritten.
+func (t *pgTimeCSV) endField() {
+	if !t.isTime() {
+		return
+	}
+	f := t.field
+	if n := len(f); n >= 22 && f[10] == ' ' && f[n-3] == '+' && f[n-2] == '0' && f[n-1] == '0' {
+		f[10] = 'T'
+		f = append(f[:n-3], 'Z')
+	}
+	t.out = append(t.out, f...)
+	t.field = t.field[:0]
+}
+
+func (t *pgTimeCSV) Write(p []byte) (int, error) {
+	for _, c := range p {
+		switch {
+		case c == '"':
+			t.quoted = !t.quoted // a doubled quote toggles twice
+			t.out = append(t.out, c)
+		case t.quoted:
+			t.out = append(t.out, c)
+		case c == ',':
+			t.endField()
+			t.col++
+			t.out = append(t.out, c)
+		case c == '\n':
+			t.endField()
+			t.col, t.header = 0, false
+			t.out = append(t.out, c)
+		case t.isTime():
+			t.field = append(t.field, c)
+		default:
+			t.out = append(t.out, c)
+		}
+	}
+	if len(t.out) >= rawFlushBytes {
+		if err := t.writeOut(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (t *pgTimeCSV) writeOut() error {
+	if len(t.out) == 0 {
+		return nil
+	}
+	_, err := t.w.Write(t.out)
+	t.out = t.out[:0]
+	return err
+}
+
+// flush writes what is held, at the end (an export ends with a line
+// break, so no field is left half read).
+func (t *pgTimeCSV) flush() error {
+	t.endField()
+	return t.writeOut()
 }
 
 // lineCounter passes writes on, counting lines for a progress bar.
