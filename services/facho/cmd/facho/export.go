@@ -623,33 +623,45 @@ func (t *pgTimeCSV) endField() {
 }
 
 func (t *pgTimeCSV) Write(p []byte) (int, error) {
-	for _, c := range p {
-		switch {
-		case c == '"':
+	n := len(p)
+	for len(p) > 0 {
+		// The bytes up to the next one that matters pass in one go.
+		var i int
+		if t.quoted {
+			i = bytes.IndexByte(p, '"')
+		} else {
+			i = bytes.IndexAny(p, ",\n\"")
+		}
+		if i < 0 {
+			i = len(p)
+		}
+		if t.isTime() && !t.quoted {
+			t.field = append(t.field, p[:i]...)
+		} else {
+			t.out = append(t.out, p[:i]...)
+		}
+		if i == len(p) {
+			break
+		}
+		switch c := p[i]; c {
+		case '"':
 			t.quoted = !t.quoted // a doubled quote toggles twice
-			t.out = append(t.out, c)
-		case t.quoted:
-			t.out = append(t.out, c)
-		case c == ',':
+		case ',':
 			t.endField()
 			t.col++
-			t.out = append(t.out, c)
-		case c == '\n':
+		case '\n':
 			t.endField()
 			t.col, t.header = 0, false
-			t.out = append(t.out, c)
-		case t.isTime():
-			t.field = append(t.field, c)
-		default:
-			t.out = append(t.out, c)
 		}
+		t.out = append(t.out, p[i])
+		p = p[i+1:]
 	}
 	if len(t.out) >= rawFlushBytes {
 		if err := t.writeOut(); err != nil {
 			return 0, err
 		}
 	}
-	return len(p), nil
+	return n, nil
 }
 
 func (t *pgTimeCSV) writeOut() error {
