@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/facho-olt/facho/pkg/jsrouter"
 	"github.com/facho-olt/facho/pkg/projection"
@@ -525,6 +526,11 @@ func (rb *rebuild) targets(ctx context.Context) ([]uint64, uint64, error) {
 	return out, total, nil
 }
 
+// MaxQueuedBytes bounds the message data (bytes of the messages) a
+// rebuild's parallel apply holds at once, queued for its workers and in
+// their transactions.
+const MaxQueuedBytes = 64 << 20
+
 // applyRange applies source i's messages after the shadow's position up to
 // target, in transactions of opts.Batch messages, and moves the position
 // to the last message read. A source with a Partition runs opts.Workers
@@ -538,6 +544,15 @@ func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, targe
 	g, gctx := errgroup.WithContext(ctx)
 	queues := make([]chan jsrouter.Msg, workers)
 	var pmu sync.Mutex
+	// The message data held between the reader and the workers, queued
+	// and pending, is bounded in bytes as well as in messages: varbind
+	// batches of real walks are tens of kilobytes each, and 4 workers x
+	// 5 batches of 1,000 of them held over a gigabyte. A worker applies
+	// what it has once it holds half its share, so the reader, waiting
+	// for room, always gets it back.
+	share := int64(MaxQueuedBytes / workers)
+	weight := func(m jsrouter.Msg) int64 { return min(int64(len(m.Data))+256, share/2) }
+	room := semaphore.NewWeighted(MaxQueuedBytes)
 	for w := range queues {
 		// Room for a few batches: while a worker's transaction runs, the
 		// reader keeps feeding the others.
@@ -545,10 +560,15 @@ func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, targe
 		queues[w] = q
 		g.Go(func() error {
 			var pending []jsrouter.Msg
+			var held int64
 			flush := func() error {
 				if len(pending) == 0 {
 					return nil
 				}
+				defer func() {
+					room.Release(held)
+					held = 0
+				}()
 				err := pgx.BeginFunc(gctx, db, func(tx pgx.Tx) error {
 					// The shadow is thrown away if the machine crashes: its
 					// commits need not wait for the WAL flush.
@@ -568,7 +588,8 @@ func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, targe
 			}
 			for m := range q {
 				pending = append(pending, m)
-				if len(pending) >= batch {
+				held += weight(m)
+				if len(pending) >= batch || held >= share/2 {
 					if err := flush(); err != nil {
 						return err
 					}
@@ -595,6 +616,9 @@ func applyRange(ctx context.Context, db *pgxpool.Pool, rb *rebuild, i int, targe
 				assigned[p] = w
 				perWorker[w]++
 			}
+		}
+		if err := room.Acquire(gctx, weight(m)); err != nil {
+			return err
 		}
 		select {
 		case queues[w] <- m:

@@ -215,6 +215,10 @@ func (s *server) routes() (http.Handler, error) {
 	// and the search by serial across OLTs.
 	api("GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}", s.getONU)
 	api("GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/history", s.getONUHistory)
+	// Charts of a numeric field (history_chart.go): the hourly rollups
+	// from 7 days on.
+	api("GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/chart", s.getONUChart)
+	api("GET /api/v1/olts/{id}/pons/{pon_index}/chart", s.getPONChart)
 	api("GET /api/v1/onus", s.searchONUs)
 
 	api("GET /api/v1/jobs", s.listJobs)

@@ -122,9 +122,13 @@ func (s *server) knownONU(r *http.Request) (onuKey, *apiError) {
 	}
 	ctx, cancel := s.query(r)
 	defer cancel()
+	// onu_data first: onu_history has a partition per day, which a query
+	// without a time range plans and probes all of.
 	var known bool
-	err := s.deps.DB.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM onu_data WHERE olt_id = $1 AND pon_index = $2 AND onu_id = $3)
-		OR EXISTS (SELECT 1 FROM onu_history WHERE olt_id = $1 AND pon_index = $2 AND onu_id = $3)`, k.OLT, k.PonIndex, k.ONUID).Scan(&known)
+	err := s.deps.DB.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM onu_data WHERE olt_id = $1 AND pon_index = $2 AND onu_id = $3)`, k.OLT, k.PonIndex, k.ONUID).Scan(&known)
+	if err == nil && !known {
+		err = s.deps.DB.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM onu_history WHERE olt_id = $1 AND pon_index = $2 AND onu_id = $3)`, k.OLT, k.PonIndex, k.ONUID).Scan(&known)
+	}
 	if err != nil {
 		return k, s.readModelDown(err)
 	}

@@ -19,6 +19,8 @@ type historyRows struct {
 	oldSet, newSet             []bool
 	pon, onu, seq              []int64
 	at                         []time.Time
+	// rollup: the rows of numeric fields, for onu_history_hourly.
+	rollup hourlyRows
 }
 
 func (h *historyRows) push(olt, exec string, seq uint64, at time.Time, k ONUKey, field string, old, cur optText) {
@@ -26,6 +28,9 @@ func (h *historyRows) push(olt, exec string, seq uint64, at time.Time, k ONUKey,
 	h.old, h.oldSet = append(h.old, old.v), append(h.oldSet, old.set)
 	h.new, h.newSet = append(h.new, cur.v), append(h.newSet, cur.set)
 	h.pon, h.onu, h.seq, h.at = append(h.pon, k.PonIndex), append(h.onu, k.ONUID), append(h.seq, int64(seq)), append(h.at, at)
+	if isRollupField(field) {
+		h.rollup.push(olt, k, field, old, cur, at, seq)
+	}
 }
 
 // add records the fields c changed. A discovered ONU's first reading is
@@ -95,7 +100,7 @@ func (h *historyRows) insert(ctx context.Context, tx pgx.Tx) error {
 		if err := sp.Commit(ctx); err != nil {
 			return fmt.Errorf("write %d onu history rows: release savepoint: %w", len(h.olt), err)
 		}
-		return nil
+		return h.rollup.upsert(ctx, tx)
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != uniqueViolation {
@@ -107,7 +112,9 @@ func (h *historyRows) insert(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, insertHistoryKeeping, h.olt, h.pon, h.onu, h.field, old, cur, h.at, h.exec, h.seq); err != nil {
 		return fmt.Errorf("write %d onu history rows: %w", len(h.olt), err)
 	}
-	return nil
+	// The rows already there are in the rollup already: upserting them
+	// again changes nothing (min, max and the last change are idempotent).
+	return h.rollup.upsert(ctx, tx)
 }
 
 // uniqueViolation is Postgres's SQLSTATE unique_violation.

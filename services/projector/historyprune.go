@@ -14,16 +14,19 @@ import (
 	"github.com/facho-olt/facho/pkg/jsrouter"
 )
 
-// onu_history retention (issue 11). Nothing else deletes history rows: the
-// projector holding the prune lock deletes those older than
-// Config.HistoryRetention (by their time, at, which onu_history_at indexes)
-// at once when it takes the lock and then every Config.HistoryPruneEvery,
-// in transactions of at most Config.HistoryPruneBatch rows, so a pass never
-// holds long locks or makes one huge transaction, however far behind it is
-// (a first pass on a year of history, say). Replicas stand by on the lock
-// as they do on the varbind projection's (varbindloop.go); the lock is a
-// session lock on the connection the deletes run on, so a holder that lost
-// its connection notices at its next delete and a standby takes over.
+// onu_history maintenance: partitions and retention. One projector, the
+// one holding the maintenance lock, keeps the day partitions of
+// onu_history and onu_history_hourly (historypartitions.go) at once when
+// it takes the lock and then every Config.HistoryPruneEvery: the days
+// ahead are created, and with a retention (Config.HistoryRetention; 0
+// keeps the history forever) the days all older than it are dropped
+// whole; the rows of the partitions that are not one day (the default,
+// the legacy one of a migrated database) are deleted in transactions of
+// at most Config.HistoryPruneBatch rows, so a pass never holds long locks
+// or makes one huge transaction. Replicas stand by on the lock as they do
+// on the varbind projection's (varbindloop.go); the lock is a session lock
+// on the connection the maintenance runs on, so a holder that lost its
+// connection notices at its next statement and a standby takes over.
 
 // DefaultHistoryRetention is the binary's default FACHO_HISTORY_RETENTION:
 // a year. An ISP answers "what was this ONU's signal last winter?" and
@@ -40,44 +43,58 @@ func historyPruneLockKey() int64 { return advisoryLockKey(historyPruneLockName) 
 
 // historyPruneMetrics are the pruner's metrics.
 type historyPruneMetrics struct {
-	pruned prometheus.Counter
-	leader prometheus.Gauge
+	pruned  prometheus.Counter
+	leader  prometheus.Gauge
+	created *prometheus.CounterVec
+	dropped *prometheus.CounterVec
+	moved   prometheus.Counter
 }
 
 func newHistoryPruneMetrics(reg prometheus.Registerer) (*historyPruneMetrics, error) {
 	m := &historyPruneMetrics{
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_projector_history_pruned_rows_total",
-			Help: "onu_history rows deleted because they were older than the history retention (FACHO_HISTORY_RETENTION).",
+			Help: "onu_history and onu_history_hourly rows deleted one by one because they were older than the history retention (FACHO_HISTORY_RETENTION): those of the default and legacy partitions; the days are dropped whole (facho_projector_history_partitions_dropped_total).",
 		}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "facho_projector_history_prune_leader",
-			Help: "1 while this projector holds the onu_history pruning (0: standing by, or retention 0: keep forever).",
+			Help: "1 while this projector holds the onu_history maintenance (day partitions, retention); 0: standing by.",
+		}),
+		created: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_projector_history_partitions_created_total",
+			Help: "Day partitions created, by table (onu_history, onu_history_hourly).",
+		}, []string{"table"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_projector_history_partitions_dropped_total",
+			Help: "Partitions dropped because all of their rows were older than the history retention, by table.",
+		}, []string{"table"}),
+		moved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_history_default_rows_moved_total",
+			Help: "Rows moved out of a default partition into the day partition made for them (a day whose partition was missing when they were written).",
 		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	if err := errors.Join(jsrouter.Register(reg, &m.pruned), jsrouter.Register(reg, &m.leader)); err != nil {
+	if err := errors.Join(jsrouter.Register(reg, &m.pruned), jsrouter.Register(reg, &m.leader), jsrouter.Register(reg, &m.created),
+		jsrouter.Register(reg, &m.dropped), jsrouter.Register(reg, &m.moved)); err != nil {
 		return nil, fmt.Errorf("history prune metrics: %w", err)
 	}
 	return m, nil
 }
 
-// historyPruner deletes onu_history rows older than the retention.
+// historyPruner keeps the history partitions and the retention.
 type historyPruner struct {
 	p       *projector
 	metrics *historyPruneMetrics
 	key     int64
 }
 
-// runHistoryPrune prunes onu_history while ctx lasts (nothing when the
-// retention is 0: keep forever): waits for the lock, prunes on the
-// interval, and waits again if that failed.
+// runHistoryPrune maintains onu_history while ctx lasts: waits for the
+// lock, runs a pass on the interval, and waits again if that failed.
 func (p *projector) runHistoryPrune(ctx context.Context, reg prometheus.Registerer) error {
 	if p.cfg.HistoryRetention == 0 {
-		p.log.Info().Msg("onu_history kept forever (history retention 0)")
-		return nil
+		p.log.Info().Msg("onu_history kept forever (history retention 0): its day partitions are still made ahead")
 	}
 	m, err := newHistoryPruneMetrics(reg)
 	if err != nil {
@@ -90,24 +107,24 @@ func (p *projector) runHistoryPrune(ctx context.Context, reg prometheus.Register
 		if ctx.Err() != nil {
 			return nil
 		}
-		p.log.Warn().Err(err).Int64("retention_s", int64(p.cfg.HistoryRetention/time.Second)).Msg("onu_history pruning stopped; will try again")
+		p.log.Warn().Err(err).Int64("retention_s", int64(p.cfg.HistoryRetention/time.Second)).Msg("onu_history maintenance stopped; will try again")
 		sleepCtx(ctx, backoff)
 		backoff = min(2*backoff, time.Minute)
 	}
 	return nil
 }
 
-// holdAndPrune takes the prune lock (standing by while another projector
-// holds it) and prunes every HistoryPruneEvery until ctx ends or a pass
-// fails.
+// holdAndPrune takes the maintenance lock (standing by while another
+// projector holds it) and runs a pass every HistoryPruneEvery until ctx
+// ends or a pass fails.
 func (h *historyPruner) holdAndPrune(ctx context.Context) error {
 	cfg := h.p.cfg
-	standby := func() { h.p.log.Info().Msg("another projector prunes onu_history; standing by") }
+	standby := func() { h.p.log.Info().Msg("another projector maintains onu_history; standing by") }
 	return holdLock(ctx, h.p.db, h.key, "history prune", min(cfg.HistoryPruneEvery, 10*time.Second), standby, func(conn *pgxpool.Conn) error {
 		h.metrics.leader.Set(1)
 		defer h.metrics.leader.Set(0)
 		h.p.log.Info().Int64("retention_s", int64(cfg.HistoryRetention/time.Second)).Int64("every_s", int64(cfg.HistoryPruneEvery/time.Second)).
-			Int("batch_rows", cfg.HistoryPruneBatch).Msg("onu_history pruning leading")
+			Int("batch_rows", cfg.HistoryPruneBatch).Msg("onu_history maintenance leading")
 		t := time.NewTicker(cfg.HistoryPruneEvery)
 		defer t.Stop()
 		for {
@@ -123,22 +140,39 @@ func (h *historyPruner) holdAndPrune(ctx context.Context) error {
 	})
 }
 
-// pass deletes what is older than the retention now, and logs it.
+// historyExpiry is the start of the oldest day kept with retention at now
+// (zero: retention 0, nothing expires): a row is kept until all of its
+// UTC day is older than the retention.
+func historyExpiry(now time.Time, retention time.Duration) time.Time {
+	if retention == 0 {
+		return time.Time{}
+	}
+	return utcDay(now.Add(-retention))
+}
+
+// pass maintains both tables now, and logs what it did.
 func (h *historyPruner) pass(ctx context.Context, conn *pgx.Conn) error {
 	cfg := h.p.cfg
-	start := time.Now()
-	before := cfg.now().Add(-cfg.HistoryRetention)
-	n, batches, err := pruneHistory(ctx, conn, before, cfg.HistoryPruneBatch)
-	h.metrics.pruned.Add(float64(n))
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	now := cfg.now()
+	before := historyExpiry(now, cfg.HistoryRetention)
+	for _, t := range historyTables {
+		start := time.Now()
+		res, err := maintainPartitions(ctx, conn, t.Table, t.Column, now, before, cfg.HistoryPruneBatch)
+		h.metrics.pruned.Add(float64(res.Deleted))
+		h.metrics.created.WithLabelValues(t.Table).Add(float64(res.Created))
+		h.metrics.dropped.WithLabelValues(t.Table).Add(float64(res.Dropped))
+		h.metrics.moved.Add(float64(res.Moved))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
 		}
-		return err
-	}
-	if n > 0 {
-		h.p.log.Info().Int64("rows_deleted", n).Int("batches", batches).Time("before", before).
-			Int64("duration_ms", time.Since(start).Milliseconds()).Msg("onu_history pruned")
+		if res != (maintenanceResult{}) {
+			h.p.log.Info().Str("table", t.Table).Int("partitions_created", res.Created).Int("partitions_dropped", res.Dropped).
+				Int64("rows_moved", res.Moved).Int64("rows_deleted", res.Deleted).Time("before", before).
+				Int64("duration_ms", time.Since(start).Milliseconds()).Msg("onu_history maintained")
+		}
 	}
 	return nil
 }
@@ -149,19 +183,21 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// pruneHistory deletes the onu_history rows older than before, at most
-// batch rows per statement (each its own transaction), until none is
-// left. It returns the rows deleted and the statements run.
-func pruneHistory(ctx context.Context, db execer, before time.Time, batch int) (int64, int, error) {
+// pruneHistory deletes the rows of table (a partition: the default or
+// the legacy one) older than before (by column), at most batch rows per
+// statement (each its own transaction), until none is left. It returns
+// the rows deleted and the statements run.
+func pruneHistory(ctx context.Context, db execer, table, column string, before time.Time, batch int) (int64, int, error) {
 	var total int64
 	batches := 0
+	t, col := pgx.Identifier{table}.Sanitize(), pgx.Identifier{column}.Sanitize()
 	for {
 		// History rows are never updated: a row's ctid holds between the
 		// select and the delete of one statement.
-		tag, err := db.Exec(ctx, `DELETE FROM onu_history WHERE ctid = ANY(ARRAY(
-			SELECT ctid FROM onu_history WHERE at < $1 LIMIT $2))`, before, batch)
+		tag, err := db.Exec(ctx, `DELETE FROM `+t+` WHERE ctid = ANY(ARRAY(
+			SELECT ctid FROM `+t+` WHERE `+col+` < $1 LIMIT $2))`, before, batch)
 		if err != nil {
-			return total, batches, fmt.Errorf("prune onu_history before %s (%d rows deleted so far): %w", before.UTC().Format(time.RFC3339), total, err)
+			return total, batches, fmt.Errorf("prune %s before %s (%d rows deleted so far): %w", table, before.UTC().Format(time.RFC3339), total, err)
 		}
 		batches++
 		n := tag.RowsAffected()
@@ -180,9 +216,11 @@ func pruneHistoryShadow(retention time.Duration, now func() time.Time) func(ctx 
 		return nil
 	}
 	return func(ctx context.Context, tx pgx.Tx) error {
-		before := now().Add(-retention)
-		if _, err := tx.Exec(ctx, `DELETE FROM onu_history WHERE at < $1`, before); err != nil {
-			return fmt.Errorf("prune rebuilt onu_history before %s: %w", before.UTC().Format(time.RFC3339), err)
+		before := historyExpiry(now(), retention)
+		for _, t := range historyTables {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{t.Table}.Sanitize()+` WHERE `+pgx.Identifier{t.Column}.Sanitize()+` < $1`, before); err != nil {
+				return fmt.Errorf("prune rebuilt %s before %s: %w", t.Table, before.UTC().Format(time.RFC3339), err)
+			}
 		}
 		return nil
 	}

@@ -3,10 +3,12 @@ package projector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -77,24 +79,70 @@ func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return -1
 }
 
-// Rows older than the retention are deleted, in batches, by the one
-// projector holding the prune lock; newer rows (and one exactly at the
-// limit) are kept; a standby projector takes over when the holder stops
-// and prunes what became too old meanwhile. The metric counts the rows.
+// partitionsOf lists table's partitions, sorted.
+func (r *rig) partitionsOf(table string) []string {
+	r.t.Helper()
+	rows, err := r.pool.Query(context.Background(), `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = $1::regclass ORDER BY 1`, table)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return names
+}
+
+// countIn counts the rows of a partition.
+func (r *rig) countIn(table string) int {
+	r.t.Helper()
+	var n int
+	if err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// The projector holding the maintenance lock keeps the history's day
+// partitions: today's and the week ahead are made; the days of rows the
+// default partition took are made and those rows moved into them; a day
+// all older than the retention is dropped whole; the expired rows of the
+// default partition are deleted in batches, the newer ones (and one at
+// the start of the oldest day kept) are kept. A standby projector takes
+// over when the holder stops. The metrics count what was done.
 func TestHistoryPrunedOlderThanRetention(t *testing.T) {
 	r := newRig(t)
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	const retention = 24 * time.Hour
-	limit := now.Add(-retention)
+	// Kept: the rows of 2026-11-20 (its end is within the retention).
+	limit := historyExpiry(now, retention)
+	if want := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC); !limit.Equal(want) {
+		t.Fatalf("expiry %s, want %s", limit, want)
+	}
+	conn, err := r.pool.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2026, 11, 18, 0, 0, 0, 0, time.UTC)
+	if _, err := addDayPartition(context.Background(), conn.Conn(), "onu_history", "at", "onu_history_default", old); err != nil {
+		t.Fatal(err)
+	}
+	conn.Release()
+	r.insertHistory(7, old.Add(10*time.Hour), 600, 5)    // a day partition all expired: dropped
 	r.insertHistory(1, now.Add(-400*24*time.Hour), 1, 9) // a year and more
 	r.insertHistory(2, limit.Add(-time.Second), 100, 14) // just too old
-	r.insertHistory(3, limit, 200, 2)                    // exactly at the limit: kept
+	r.insertHistory(3, limit, 200, 2)                    // the oldest day kept: kept
 	r.insertHistory(4, now.Add(-time.Hour), 300, 3)      // recent
 	r.insertHistory(5, now.Add(time.Minute), 400, 1)     // a clock ahead
+	if got := r.countIn("onu_history_default"); got != 29 {
+		t.Fatalf("%d rows in the default partition before, want 29 (no partition of those days yet)", got)
+	}
 	cfg := Config{HistoryRetention: retention, HistoryPruneEvery: 100 * time.Millisecond, HistoryPruneBatch: 5,
 		clock: func() time.Time { return now }}
 	stop1 := r.startWith(cfg)
 	r.eventually("rows older than the retention pruned", func() bool { return r.countHistoryBefore(limit) == 0 })
+	r.eventually("partitions made", func() bool { return r.countIn("onu_history_default") == 0 })
 
 	var want []time.Time
 	for range 2 {
@@ -107,11 +155,32 @@ func TestHistoryPrunedOlderThanRetention(t *testing.T) {
 	if got := r.historyAts(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("history left\n got %v\nwant %v", got, want)
 	}
+	parts := r.partitionsOf("onu_history")
+	for _, p := range []string{"onu_history_p20261120", "onu_history_p20261121", "onu_history_p20261128", "onu_history_default"} {
+		if !slices.Contains(parts, p) {
+			t.Errorf("no partition %s: %v", p, parts)
+		}
+	}
+	if slices.Contains(parts, "onu_history_p20261118") || slices.Contains(parts, "onu_history_p20261119") {
+		t.Errorf("expired days have partitions: %v", parts)
+	}
+	if got := r.countIn("onu_history_p20261120"); got != 2 {
+		t.Errorf("%d rows moved into 2026-11-20's partition, want 2", got)
+	}
+	if !slices.Contains(r.partitionsOf("onu_history_hourly"), "onu_history_hourly_p20261128") {
+		t.Errorf("rollup partitions %v: none made ahead", r.partitionsOf("onu_history_hourly"))
+	}
 	if got := gaugeOf(t, r.reg, "facho_projector_history_pruned_rows_total"); got != 23 {
-		t.Errorf("pruned rows total %v, want 23", got)
+		t.Errorf("pruned rows total %v, want 23 (the default partition's expired rows)", got)
+	}
+	if got := gaugeOf(t, r.reg, "facho_projector_history_default_rows_moved_total"); got != 6 {
+		t.Errorf("moved rows total %v, want 6", got)
 	}
 	if got := gaugeOf(t, r.reg, "facho_projector_history_prune_leader"); got != 1 {
 		t.Errorf("leader gauge %v, want 1", got)
+	}
+	if got := counterWith(t, r.reg, "facho_projector_history_partitions_dropped_total", "onu_history"); got != 1 {
+		t.Errorf("dropped partitions %v, want 1", got)
 	}
 
 	// A second projector stands by while the first holds the lock.
@@ -134,6 +203,28 @@ func TestHistoryPrunedOlderThanRetention(t *testing.T) {
 	}
 }
 
+// counterWith is the value of counter name with label value v.
+func counterWith(t *testing.T, reg *prometheus.Registry, name, v string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == v {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // pruneHistory deletes in statements of at most batch rows until none is
 // older than before.
 func TestPruneHistoryBatches(t *testing.T) {
@@ -141,11 +232,11 @@ func TestPruneHistoryBatches(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	r.insertHistory(1, now.Add(-2*time.Hour), 1, 12)
 	r.insertHistory(2, now, 100, 1)
-	n, batches, err := pruneHistory(context.Background(), r.pool, now.Add(-time.Hour), 5)
+	n, batches, err := pruneHistory(context.Background(), r.pool, "onu_history_default", "at", now.Add(-time.Hour), 5)
 	if err != nil || n != 12 || batches != 3 {
 		t.Fatalf("pruned %d rows in %d statements (%v), want 12 in 3", n, batches, err)
 	}
-	n, batches, err = pruneHistory(context.Background(), r.pool, now.Add(-time.Hour), 4)
+	n, batches, err = pruneHistory(context.Background(), r.pool, "onu_history_default", "at", now.Add(-time.Hour), 4)
 	if err != nil || n != 0 || batches != 1 {
 		t.Fatalf("second pass: %d rows in %d statements (%v), want 0 in 1", n, batches, err)
 	}
@@ -154,16 +245,23 @@ func TestPruneHistoryBatches(t *testing.T) {
 	}
 }
 
-// Retention 0 keeps the history forever: nothing is pruned, no lock is
-// taken, and the rebuild prunes nothing either.
+// Retention 0 keeps the history forever: nothing is pruned (the day
+// partitions are still made ahead), and the rebuild prunes nothing either.
 func TestHistoryRetentionZeroKeepsForever(t *testing.T) {
 	r := newRig(t)
 	now := time.Now().UTC().Truncate(time.Second)
 	r.insertHistory(1, now.Add(-10*365*24*time.Hour), 1, 3)
 	r.startWith(Config{HistoryPruneEvery: 100 * time.Millisecond})
 	r.eventually("projector metrics registered", func() bool { return gaugeOf(t, r.reg, "facho_projector_varbind_leader") == 1 })
-	if got := gaugeOf(t, r.reg, "facho_projector_history_prune_leader"); got != -1 {
-		t.Errorf("prune leader gauge %v with retention 0, want none", got)
+	// The partitions are still kept (made ahead), nothing is dropped.
+	r.eventually("maintenance leading", func() bool { return gaugeOf(t, r.reg, "facho_projector_history_prune_leader") == 1 })
+	r.eventually("a pass done", func() bool {
+		return slices.Contains(r.partitionsOf("onu_history"), partitionName("onu_history", utcDay(time.Now()).Add(HistoryPartitionsAhead*24*time.Hour)))
+	})
+	// The old rows moved into a partition of their day, not pruned.
+	r.eventually("old rows in their day's partition", func() bool { return r.countIn("onu_history_default") == 0 })
+	if got := gaugeOf(t, r.reg, "facho_projector_history_pruned_rows_total"); got != 0 {
+		t.Errorf("pruned %v rows with retention 0", got)
 	}
 	if got := len(r.historyAts()); got != 3 {
 		t.Errorf("%d rows left, want 3", got)

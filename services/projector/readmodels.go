@@ -43,6 +43,8 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 				// Inserted only (its by-ONU and by-time indexes serve the
 				// API and the live pruner; the shadow is pruned once).
 				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}, ShadowUniqueOnly: true},
+				// Its hourly rollups, written with it.
+				{Name: "onu_history_hourly", Key: []string{"olt_id", "pon_index", "onu_id", "field", "hour"}},
 				{Name: "onu_walks", Key: []string{"olt_id"}},
 			},
 			// onu_walk_seen: a walk's records in progress, one row per
@@ -51,8 +53,8 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			// its own for its end-of-walk checks, and the live one, at
 			// the live checkpoint the shadow catches up to, stays.
 			Scratch: []string{"onu_event_outbox", "pending_events", "onu_walk_seen"},
-			// The shadow's onu_history is pruned as the live pruner prunes
-			// it (cfg.HistoryRetention; 0: nothing). No Window: onu_data is
+			// The shadow's onu_history and its rollups are pruned as the
+			// live maintenance prunes them (cfg.HistoryRetention; 0: nothing). No Window: onu_data is
 			// every ONU's latest state, which a stream that lost old
 			// messages lacks for ONUs not polled since.
 			Prune: pruneHistoryShadow(cfg.HistoryRetention, cfg.now),

@@ -314,6 +314,9 @@ func TestAPIAnswersMatchTheOpenAPIDocument(t *testing.T) {
 	c.call("GET", onuPath, "", http.StatusOK, nil)
 	c.call("GET", onuPath+"?at="+url.QueryEscape(time.Now().UTC().Format(time.RFC3339)), "", http.StatusOK, nil)
 	c.call("GET", onuPath+"/history", "", http.StatusOK, nil)
+	c.call("GET", onuPath+"/chart", "", http.StatusOK, nil)
+	c.call("GET", onuPath+"/chart?field=rx_power_dbm&from="+url.QueryEscape(time.Now().Add(-30*24*time.Hour).UTC().Format(time.RFC3339)), "", http.StatusOK, nil)
+	c.call("GET", "/api/v1/olts/olt-a/pons/"+strconv.FormatInt(onu.PonIndex, 10)+"/chart", "", http.StatusOK, nil)
 	c.call("GET", "/api/v1/onus?serial="+url.QueryEscape(onu.Serial[:4]+"*"), "", http.StatusOK, nil)
 	waitFor(t, "the OLT's first health reading", 60*time.Second, func() (bool, string) {
 		var n int

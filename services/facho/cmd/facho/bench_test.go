@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,31 +41,35 @@ var benchColumns = []streams.OIDSpec{
 }
 
 // benchBatch is batch b of a walk: 128 ONUs of one PON, 4 varbinds each,
-// the way the poller publishes them (500-varbind batches by default).
+// the way the poller publishes them: one row per ONU with its four
+// columns (streams.VarbindRow), no raw varbinds. streams.Encode writes
+// the bytes the poller's own encoder does (the poller's encode_test
+// checks that).
 func benchBatch(tb testing.TB, b int, at time.Time) ([]byte, int) {
 	olt := fmt.Sprintf("olt-%d", b%10)
 	pon := int64(4194304000 + (b/10%16)*256)
 	bt := streams.VarbindBatch{ExecutionID: fmt.Sprintf("exec-%d", b/160), JobID: "job-get", OLTID: olt, BrandID: "huawei",
 		IndexScheme: projector.SchemePonONU, LeaseRevision: uint64(b/160 + 1), Batch: b % 160, Columns: benchColumns, CollectedAt: at}
+	n := 0
 	for o := int64(0); o < 128; o++ {
-		idx := fmt.Sprintf(".%d.%d", pon, o)
 		serial := hex.EncodeToString([]byte{'H', 'W', 'T', 'C', byte(o), byte(pon), 0x1a, byte(b % 7)})
 		status := "1"
 		if (o+int64(b))%9 == 0 {
 			status = "2"
 		}
-		bt.Varbinds = append(bt.Varbinds,
-			streams.Varbind{OID: hwBase + "43.1.3" + idx, Type: streams.VTOctetString, Value: serial},
-			streams.Varbind{OID: hwBase + "43.1.9" + idx, Type: streams.VTOctetString, Value: hex.EncodeToString(fmt.Appendf(nil, "cliente %d-%d", pon%1000, o))},
-			streams.Varbind{OID: hwBase + "46.1.15" + idx, Type: streams.VTInteger, Value: status},
-			streams.Varbind{OID: hwBase + "51.1.4" + idx, Type: streams.VTInteger, Value: fmt.Sprint(-1800 - (o*7+int64(b))%900)},
-		)
+		bt.Rows = append(bt.Rows, streams.VarbindRow{Index: fmt.Sprintf("%d.%d", pon, o), Values: []streams.RowValue{
+			{Column: 0, Type: streams.VTOctetString, Value: serial},
+			{Column: 1, Type: streams.VTOctetString, Value: hex.EncodeToString(fmt.Appendf(nil, "cliente %d-%d", pon%1000, o))},
+			{Column: 2, Type: streams.VTInteger, Value: status},
+			{Column: 3, Type: streams.VTInteger, Value: fmt.Sprint(-1800 - (o*7+int64(b))%900)},
+		}})
+		n += 4
 	}
 	data, err := streams.Encode("poller-bench", at, bt)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return data, len(bt.Varbinds)
+	return data, n
 }
 
 // benchStream starts a file-storage server with compression c and fills
@@ -269,14 +276,81 @@ func BenchmarkStreamTools(b *testing.B) {
 		}
 		fmt.Printf("  (%s)\n", r.Phases)
 	}
+	resetPeakRSS()
 	rate("facho rebuild onu_data", "msgs", batches, func() error {
 		var err error
 		defer rebuildGC(os.Getenv)()
 		rep, err = replay.Rebuild(ctx, js, pool, models[0], replay.RebuildOptions{Log: zerolog.Nop()})
 		return err
 	})
-	fmt.Printf("rebuild onu_data: %.0f varbinds/s\n  (%s)\n", float64(varbinds)/rep.Duration.Seconds(), rep.Phases)
+	fmt.Printf("rebuild onu_data: %.0f varbinds/s, peak RSS %d MiB (this process: the rebuild and the embedded NATS server)\n  (%s)\n",
+		float64(varbinds)/rep.Duration.Seconds(), peakRSS()>>20, rep.Phases)
 	again("facho rebuild onu_data", batches, models[0])
+
+	// The exports beside Postgres's own COPY of the same rows (CSV to
+	// nowhere), in the same run: the varbinds loaded into a table of
+	// their own for COPY, onu_history and onu_data as the rebuild left
+	// them.
+	var vcsv bytes.Buffer
+	if _, err := exportVarbinds(ctx, js, replay.Range{Stream: streams.StreamVarbinds}, "csv", &vcsv, newProgress(io.Discard, "")); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE bench_varbinds (stream_seq bigint, collected_at timestamptz, olt_id text, execution_id text, batch bigint, oid text, type text, value text)`); err != nil {
+		b.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Conn().PgConn().CopyFrom(ctx, &vcsv, `COPY bench_varbinds FROM STDIN (FORMAT csv, HEADER)`); err != nil {
+		b.Fatal(err)
+	}
+	conn.Release()
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE bench_varbinds, onu_history, onu_data`); err != nil {
+		b.Fatal(err)
+	}
+	pgCopy := func(what, sql string) (float64, int64) {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Release()
+		start := time.Now()
+		tag, err := conn.Conn().PgConn().CopyTo(ctx, io.Discard, sql)
+		if err != nil {
+			b.Fatalf("%s: %v", what, err)
+		}
+		el := time.Since(start)
+		r := float64(tag.RowsAffected()) / el.Seconds()
+		fmt.Printf("%-34s %8d rows in %8s: %9.0f rows/s\n", what, tag.RowsAffected(), el.Round(time.Millisecond), r)
+		return r, tag.RowsAffected()
+	}
+	vs := func(what string, base float64, n int64, f func() (int64, error)) {
+		start := time.Now()
+		got, err := f()
+		if err != nil {
+			b.Fatalf("%s: %v", what, err)
+		}
+		if got != n {
+			b.Fatalf("%s: %d rows, COPY %d", what, got, n)
+		}
+		el := time.Since(start)
+		r := float64(got) / el.Seconds()
+		fmt.Printf("%-34s %8d rows in %8s: %9.0f rows/s  (%.2fx COPY)\n", what, got, el.Round(time.Millisecond), r, r/base)
+		b.ReportMetric(r/base, "x-copy-"+strings.ReplaceAll(strings.TrimPrefix(what, "facho export "), " ", "-"))
+	}
+	copyRate, nc := pgCopy("COPY bench_varbinds (CSV)", `COPY bench_varbinds TO STDOUT (FORMAT csv)`)
+	vs("facho export varbinds (CSV)", copyRate, nc, func() (int64, error) {
+		return exportVarbinds(ctx, js, replay.Range{Stream: streams.StreamVarbinds}, "csv", io.Discard, newProgress(io.Discard, ""))
+	})
+	copyRate, nc = pgCopy("COPY onu_history (CSV)", `COPY (SELECT * FROM onu_history) TO STDOUT (FORMAT csv)`)
+	vs("facho export onu-history (CSV)", copyRate, nc, func() (int64, error) {
+		return exportONUHistory(ctx, pool, historyRange{To: time.Now().Add(time.Hour)}, "csv", io.Discard, newProgress(io.Discard, ""))
+	})
+	copyRate, nc = pgCopy("COPY onu_data (CSV)", `COPY onu_data TO STDOUT (FORMAT csv)`)
+	vs("facho export onu-data (CSV)", copyRate, nc, func() (int64, error) {
+		return exportONUData(ctx, pool, "", "csv", io.Discard)
+	})
 
 	// Small events: the execution lifecycle (started, succeeded) of
 	// 50,000 executions, and their NodeDue.
@@ -375,6 +449,25 @@ func BenchmarkStreamTools(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+}
+
+// resetPeakRSS resets the process's peak resident set (Linux: VmHWM).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is the process's peak resident set in bytes since the last
+// resetPeakRSS (0 where /proc does not say).
+func peakRSS() int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func count(b *testing.B, pool *pgxpool.Pool, q string) int64 {

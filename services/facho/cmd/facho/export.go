@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -11,7 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,8 +25,11 @@ import (
 	"github.com/facho-olt/facho/streams"
 )
 
-// onuDataRow is one onu_data row as exported (parquet column names are the
-// CSV header's).
+// onuDataRow is one onu_data row as exported: every field of an ONU as
+// the API's ONU JSON has it, with its OLT and the execution that last read
+// it (parquet column names are the CSV header's). The first ten columns
+// are those of older versions, in their order; the vendor profile fields
+// and removed_at follow.
 type onuDataRow struct {
 	OLTID           string   `parquet:"olt_id,dict"`
 	PonIndex        int64    `parquet:"pon_index"`
@@ -34,18 +41,45 @@ type onuDataRow struct {
 	FirstSeen       int64    `parquet:"first_seen,timestamp(microsecond)"`
 	LastSeen        int64    `parquet:"last_seen,timestamp(microsecond)"`
 	LastExecutionID string   `parquet:"last_execution_id"`
+	ONUIndex        string   `parquet:"onu_index"`
+	PortName        string   `parquet:"port_name"`
+	Name            string   `parquet:"name"`
+	TxPowerDBm      *float64 `parquet:"tx_power_dbm,optional"`
+	OLTRxPowerDBm   *float64 `parquet:"olt_rx_power_dbm,optional"`
+	DistanceM       *float64 `parquet:"distance_m,optional"`
+	TemperatureC    *float64 `parquet:"temperature_c,optional"`
+	VoltageV        *float64 `parquet:"voltage_v,optional"`
+	BiasMA          *float64 `parquet:"bias_ma,optional"`
+	LastDownCause   string   `parquet:"last_down_cause,dict"`
+	LastDownAt      *int64   `parquet:"last_down_at,optional,timestamp(microsecond)"`
+	LastUpAt        *int64   `parquet:"last_up_at,optional,timestamp(microsecond)"`
+	Model           string   `parquet:"model,dict"`
+	Firmware        string   `parquet:"firmware,dict"`
+	RemovedAt       *int64   `parquet:"removed_at,optional,timestamp(microsecond)"`
 }
 
 func (r onuDataRow) csv() []string {
-	rx := ""
-	if r.RxPowerDBm != nil {
-		rx = strconv.FormatFloat(*r.RxPowerDBm, 'f', -1, 64)
+	num := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'f', -1, 64)
 	}
-	return []string{r.OLTID, strconv.FormatInt(r.PonIndex, 10), strconv.FormatInt(r.ONUID, 10), r.Serial, r.Description, r.Status, rx,
-		microsText(r.FirstSeen), microsText(r.LastSeen), r.LastExecutionID}
+	at := func(p *int64) string {
+		if p == nil {
+			return ""
+		}
+		return microsText(*p)
+	}
+	return []string{r.OLTID, strconv.FormatInt(r.PonIndex, 10), strconv.FormatInt(r.ONUID, 10), r.Serial, r.Description, r.Status, num(r.RxPowerDBm),
+		microsText(r.FirstSeen), microsText(r.LastSeen), r.LastExecutionID,
+		r.ONUIndex, r.PortName, r.Name, num(r.TxPowerDBm), num(r.OLTRxPowerDBm), num(r.DistanceM), num(r.TemperatureC), num(r.VoltageV), num(r.BiasMA),
+		r.LastDownCause, at(r.LastDownAt), at(r.LastUpAt), r.Model, r.Firmware, at(r.RemovedAt)}
 }
 
-var onuDataHeader = []string{"olt_id", "pon_index", "onu_id", "serial", "description", "status", "rx_power_dbm", "first_seen", "last_seen", "last_execution_id"}
+var onuDataHeader = []string{"olt_id", "pon_index", "onu_id", "serial", "description", "status", "rx_power_dbm", "first_seen", "last_seen", "last_execution_id",
+	"onu_index", "port_name", "name", "tx_power_dbm", "olt_rx_power_dbm", "distance_m", "temperature_c", "voltage_v", "bias_ma",
+	"last_down_cause", "last_down_at", "last_up_at", "model", "firmware", "removed_at"}
 
 // varbindRow is one raw reading of a varbind batch.
 type varbindRow struct {
@@ -95,13 +129,20 @@ var onuHistoryHeader = []string{"at", "olt_id", "pon_index", "onu_id", "field", 
 
 func microsText(us int64) string { return time.UnixMicro(us).UTC().Format(time.RFC3339Nano) }
 
-// rowWriter writes rows of T as CSV or parquet.
+// rowWriter writes rows of T as CSV or parquet. A CSV writer also takes
+// lines built by the caller (appendCSVField), buffered here: the varbind
+// export writes its rows so, without a []string per row.
 type rowWriter[T interface{ csv() []string }] struct {
 	csv     *csv.Writer
+	w       io.Writer
+	raw     []byte // CSV lines not yet written to w
 	parquet *parquet.GenericWriter[T]
 	buf     []T
 	n       int64
 }
+
+// rawFlushBytes is how much CSV a rowWriter buffers before writing.
+const rawFlushBytes = 256 << 10
 
 func newRowWriter[T interface{ csv() []string }](w io.Writer, format string, header []string) (*rowWriter[T], error) {
 	switch format {
@@ -110,7 +151,11 @@ func newRowWriter[T interface{ csv() []string }](w io.Writer, format string, hea
 		if err := cw.Write(header); err != nil {
 			return nil, err
 		}
-		return &rowWriter[T]{csv: cw}, nil
+		cw.Flush() // before any line written raw
+		if err := cw.Error(); err != nil {
+			return nil, err
+		}
+		return &rowWriter[T]{csv: cw, w: w}, nil
 	case "parquet":
 		return &rowWriter[T]{parquet: parquet.NewGenericWriter[T](w, parquet.Compression(&parquet.Zstd))}, nil
 	}
@@ -129,6 +174,26 @@ func (rw *rowWriter[T]) write(r T) error {
 	return nil
 }
 
+// line takes one CSV line (with its newline) built by the caller, of a
+// writer whose rows all go this way.
+func (rw *rowWriter[T]) line(l []byte) error {
+	rw.n++
+	rw.raw = append(rw.raw, l...)
+	if len(rw.raw) >= rawFlushBytes {
+		return rw.flushRaw()
+	}
+	return nil
+}
+
+func (rw *rowWriter[T]) flushRaw() error {
+	if len(rw.raw) == 0 {
+		return nil
+	}
+	_, err := rw.w.Write(rw.raw)
+	rw.raw = rw.raw[:0]
+	return err
+}
+
 func (rw *rowWriter[T]) flushParquet() error {
 	if _, err := rw.parquet.Write(rw.buf); err != nil {
 		return fmt.Errorf("parquet: %w", err)
@@ -141,7 +206,10 @@ func (rw *rowWriter[T]) flushParquet() error {
 func (rw *rowWriter[T]) close() error {
 	if rw.csv != nil {
 		rw.csv.Flush()
-		return rw.csv.Error()
+		if err := rw.csv.Error(); err != nil {
+			return err
+		}
+		return rw.flushRaw()
 	}
 	if err := rw.flushParquet(); err != nil {
 		return err
@@ -150,6 +218,39 @@ func (rw *rowWriter[T]) close() error {
 		return fmt.Errorf("parquet: %w", err)
 	}
 	return nil
+}
+
+// appendCSVField appends f as encoding/csv writes a field (comma, no
+// CRLF): quoted when it has a comma, a quote, a CR or LF, starts with a
+// space, or is \. ; quotes doubled.
+func appendCSVField(w []byte, f string) []byte {
+	if !csvNeedsQuotes(f) {
+		return append(w, f...)
+	}
+	w = append(w, '"')
+	for i := 0; i < len(f); i++ {
+		if f[i] == '"' {
+			w = append(w, '"')
+		}
+		w = append(w, f[i])
+	}
+	return append(w, '"')
+}
+
+func csvNeedsQuotes(f string) bool {
+	if f == "" {
+		return false
+	}
+	if f == `\.` {
+		return true
+	}
+	for i := 0; i < len(f); i++ {
+		if c := f[i]; c == '\n' || c == '\r' || c == '"' || c == ',' {
+			return true
+		}
+	}
+	r, _ := utf8.DecodeRuneInString(f)
+	return unicode.IsSpace(r)
 }
 
 func runExport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -324,10 +425,6 @@ func parseTimeFlag(v string, now time.Time) (time.Time, error) {
 // exportONUHistory writes the onu_history rows of h, oldest change first,
 // and returns the rows written.
 func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, format string, w io.Writer, bar *progress) (int64, error) {
-	out, err := newRowWriter[onuHistoryRow](w, format, onuHistoryHeader)
-	if err != nil {
-		return 0, err
-	}
 	const where = ` FROM onu_history WHERE at >= $1 AND at <= $2 AND ($3 = '' OR olt_id = $3)`
 	from := h.From
 	if from.IsZero() {
@@ -338,6 +435,21 @@ func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, f
 		if err := pool.QueryRow(ctx, `SELECT count(*)`+where, from, h.To, h.OLT).Scan(&total); err != nil {
 			return 0, fmt.Errorf("export onu-history: %w", err)
 		}
+	}
+	if format == "csv" {
+		// Postgres writes the CSV (COPY), the values as the Go path would.
+		q := `SELECT at, olt_id, pon_index, onu_id, field, old_value, new_value, NULLIF(execution_id, '') AS execution_id, stream_seq
+			FROM onu_history WHERE at >= ` + pgLiteral(from.UTC().Format(time.RFC3339Nano)) + ` AND at <= ` + pgLiteral(h.To.UTC().Format(time.RFC3339Nano)) +
+			` AND (` + pgLiteral(h.OLT) + ` = '' OR olt_id = ` + pgLiteral(h.OLT) + `) ORDER BY at, olt_id, pon_index, onu_id, stream_seq, field`
+		n, err := copyCSV(ctx, pool, w, q, []int{0}, bar, total)
+		if err != nil {
+			return n, fmt.Errorf("export onu-history: %w", err)
+		}
+		return n, nil
+	}
+	out, err := newRowWriter[onuHistoryRow](w, format, onuHistoryHeader)
+	if err != nil {
+		return 0, err
 	}
 	rows, err := pool.Query(ctx, `SELECT at, olt_id, pon_index, onu_id, field, old_value, new_value, execution_id, stream_seq`+where+
 		` ORDER BY at, olt_id, pon_index, onu_id, stream_seq, field`, from, h.To, h.OLT)
@@ -366,6 +478,23 @@ func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, f
 
 // exportONUData writes onu_data and returns the rows written.
 func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, w io.Writer) (int64, error) {
+	if format == "csv" {
+		// Postgres writes the CSV (COPY), the values as the Go path would.
+		q := `SELECT d.olt_id, d.pon_index, d.onu_id, NULLIF(d.serial, '') AS serial, NULLIF(d.description, '') AS description, NULLIF(d.status, '') AS status,
+			d.rx_power_dbm, d.first_seen,
+			CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END AS last_seen,
+			NULLIF(CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END, '') AS last_execution_id,
+			NULLIF(d.onu_index, '') AS onu_index, NULLIF(d.port_name, '') AS port_name, NULLIF(d.name, '') AS name, d.tx_power_dbm, d.olt_rx_power_dbm,
+			d.distance_m, d.temperature_c, d.voltage_v, d.bias_ma, NULLIF(d.last_down_cause, '') AS last_down_cause,
+			d.last_down_at, d.last_up_at, NULLIF(d.model, '') AS model, NULLIF(d.firmware, '') AS firmware, d.removed_at
+			FROM onu_data d LEFT JOIN onu_walks w ON w.olt_id = d.olt_id
+			WHERE ` + pgLiteral(olt) + ` = '' OR d.olt_id = ` + pgLiteral(olt) + ` ORDER BY d.olt_id, d.pon_index, d.onu_id`
+		n, err := copyCSV(ctx, pool, w, q, []int{7, 8, 20, 21, 24}, newProgress(io.Discard, ""), 0)
+		if err != nil {
+			return n, fmt.Errorf("export onu-data: %w", err)
+		}
+		return n, nil
+	}
 	out, err := newRowWriter[onuDataRow](w, format, onuDataHeader)
 	if err != nil {
 		return 0, err
@@ -374,20 +503,33 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 	// OLT's last complete walk did not mark removed was seen by it.
 	rows, err := pool.Query(ctx, `SELECT d.olt_id, d.pon_index, d.onu_id, d.serial, d.description, d.status, d.rx_power_dbm, d.first_seen,
 		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END,
-		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END
+		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END,
+		d.onu_index, d.port_name, d.name, d.tx_power_dbm, d.olt_rx_power_dbm, d.distance_m, d.temperature_c, d.voltage_v, d.bias_ma,
+		d.last_down_cause, d.last_down_at, d.last_up_at, d.model, d.firmware, d.removed_at
 		FROM onu_data d LEFT JOIN onu_walks w ON w.olt_id = d.olt_id
 		WHERE $1 = '' OR d.olt_id = $1 ORDER BY d.olt_id, d.pon_index, d.onu_id`, olt)
 	if err != nil {
 		return 0, fmt.Errorf("export onu-data: %w", err)
 	}
 	defer rows.Close()
+	micros := func(t *time.Time) *int64 {
+		if t == nil {
+			return nil
+		}
+		us := t.UnixMicro()
+		return &us
+	}
 	for rows.Next() {
 		var r onuDataRow
 		var first, last time.Time
-		if err := rows.Scan(&r.OLTID, &r.PonIndex, &r.ONUID, &r.Serial, &r.Description, &r.Status, &r.RxPowerDBm, &first, &last, &r.LastExecutionID); err != nil {
+		var down, up, removed *time.Time
+		if err := rows.Scan(&r.OLTID, &r.PonIndex, &r.ONUID, &r.Serial, &r.Description, &r.Status, &r.RxPowerDBm, &first, &last, &r.LastExecutionID,
+			&r.ONUIndex, &r.PortName, &r.Name, &r.TxPowerDBm, &r.OLTRxPowerDBm, &r.DistanceM, &r.TemperatureC, &r.VoltageV, &r.BiasMA,
+			&r.LastDownCause, &down, &up, &r.Model, &r.Firmware, &removed); err != nil {
 			return out.n, fmt.Errorf("export onu-data: %w", err)
 		}
 		r.FirstSeen, r.LastSeen = first.UnixMicro(), last.UnixMicro()
+		r.LastDownAt, r.LastUpAt, r.RemovedAt = micros(down), micros(up), micros(removed)
 		if err := out.write(r); err != nil {
 			return out.n, err
 		}
@@ -396,6 +538,162 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 		return out.n, fmt.Errorf("export onu-data: %w", err)
 	}
 	return out.n, out.close()
+}
+
+// pgLiteral quotes s as a SQL string literal (standard conforming
+// strings; COPY takes no parameters).
+func pgLiteral(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), "'", "''") + "'"
+}
+
+// copyCSV writes the rows of query as CSV with its column names as the
+// header, through COPY: Postgres formats the rows, about twice as fast as
+// reading them into Go and writing them again. The timestamptz columns
+// times (by position) are rewritten on the way from Postgres's text
+// ("2026-01-02 03:04:05.5+00" in a UTC session) to RFC 3339 as microsText
+// writes it ("2026-01-02T03:04:05.5Z"): in SQL that formatting cost as
+// much as the COPY itself. It returns the rows written; bar, if on,
+// counts the lines against total.
+func copyCSV(ctx context.Context, pool *pgxpool.Pool, w io.Writer, query string, times []int, bar *progress, total int64) (int64, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // read only: nothing to keep
+	if _, err := tx.Exec(ctx, `SET LOCAL TimeZone TO 'UTC'; SET LOCAL DateStyle TO 'ISO'; SET LOCAL extra_float_digits TO 1`); err != nil {
+		return 0, err
+	}
+	rw := newPGTimeCSV(&lineCounter{w: w, bar: bar, total: uint64(max(total, 0))}, times)
+	tag, err := tx.Conn().PgConn().CopyTo(ctx, rw, `COPY (`+query+`) TO STDOUT (FORMAT csv, HEADER)`)
+	if err == nil {
+		err = rw.flush()
+	}
+	if err != nil {
+		return 0, err
+	}
+	bar.finish()
+	return tag.RowsAffected(), nil
+}
+
+// pgTimeCSV passes CSV on, rewriting the fields of some columns from
+// Postgres's timestamptz text in UTC to RFC 3339 ("2026-01-02
+// 03:04:05.5+00" to "2026-01-02T03:04:05.5Z"); the header line and every
+// other field pass unchanged. It follows CSV quoting, so a quoted field
+// with commas or line breaks in it does not shift the columns.
+type pgTimeCSV struct {
+	w      io.Writer
+	times  []bool // by column
+	out    []byte
+	field  []byte // the current field of a time column
+	col    int
+	quoted bool
+	header bool // in the header line
+}
+
+func newPGTimeCSV(w io.Writer, times []int) *pgTimeCSV {
+	t := &pgTimeCSV{w: w, header: true}
+	for _, c := range times {
+		for len(t.times) <= c {
+			t.times = append(t.times, false)
+		}
+		t.times[c] = true
+	}
+	return t
+}
+
+func (t *pgTimeCSV) isTime() bool { return !t.header && t.col < len(t.times) && t.times[t.col] }
+
+// endField writes the time field held, rewritten.
+func (t *pgTimeCSV) endField() {
+	if !t.isTime() {
+		return
+	}
+	f := t.field
+	if n := len(f); n >= 22 && f[10] == ' ' && f[n-3] == '+' && f[n-2] == '0' && f[n-1] == '0' {
+		f[10] = 'T'
+		f = append(f[:n-3], 'Z')
+	}
+	t.out = append(t.out, f...)
+	t.field = t.field[:0]
+}
+
+func (t *pgTimeCSV) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		// The bytes up to the next one that matters pass in one go.
+		var i int
+		if t.quoted {
+			i = bytes.IndexByte(p, '"')
+		} else {
+			i = bytes.IndexAny(p, ",\n\"")
+		}
+		if i < 0 {
+			i = len(p)
+		}
+		if t.isTime() && !t.quoted {
+			t.field = append(t.field, p[:i]...)
+		} else {
+			t.out = append(t.out, p[:i]...)
+		}
+		if i == len(p) {
+			break
+		}
+		switch c := p[i]; c {
+		case '"':
+			t.quoted = !t.quoted // a doubled quote toggles twice
+		case ',':
+			t.endField()
+			t.col++
+		case '\n':
+			t.endField()
+			t.col, t.header = 0, false
+		}
+		t.out = append(t.out, p[i])
+		p = p[i+1:]
+	}
+	if len(t.out) >= rawFlushBytes {
+		if err := t.writeOut(); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+func (t *pgTimeCSV) writeOut() error {
+	if len(t.out) == 0 {
+		return nil
+	}
+	_, err := t.w.Write(t.out)
+	t.out = t.out[:0]
+	return err
+}
+
+// flush writes what is held, at the end (an export ends with a line
+// break, so no field is left half read).
+func (t *pgTimeCSV) flush() error {
+	t.endField()
+	return t.writeOut()
+}
+
+// lineCounter passes writes on, counting lines for a progress bar.
+type lineCounter struct {
+	w     io.Writer
+	bar   *progress
+	lines uint64
+	total uint64
+}
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	if l.bar.on {
+		l.lines += uint64(bytes.Count(p, []byte{'\n'}))
+		l.bar.update(l.lines, l.total)
+	}
+	return l.w.Write(p)
 }
 
 // exportVarbinds writes one row per varbind of the batches in r and
@@ -414,6 +712,7 @@ func exportVarbinds(ctx context.Context, js jetstream.JetStream, r replay.Range,
 		total = last - max(first, r.From.Seq) + 1
 	}
 	var msgs uint64
+	var oids batchOIDs
 	_, err = replay.Read(ctx, js, r, func(m jetstream.Msg) error {
 		msgs++
 		bar.update(msgs, total)
@@ -427,17 +726,78 @@ func exportVarbinds(ctx context.Context, js jetstream.JetStream, r replay.Range,
 		}
 		row := varbindRow{StreamSeq: int64(meta.Sequence.Stream), CollectedAt: b.CollectedAt.UnixMicro(), OLTID: b.OLTID,
 			ExecutionID: b.ExecutionID, Batch: int64(b.Batch)}
-		for _, v := range b.Varbinds {
-			row.OID, row.Type, row.Value = v.OID, v.Type, v.Value
-			if err := out.write(row); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeBatchVarbinds(out, row, b, &oids)
 	})
 	bar.finish()
 	if err != nil {
 		return out.n, err
 	}
 	return out.n, out.close()
+}
+
+// batchOIDs builds the OIDs of a batch's row values: each column's OID
+// (without the dots around it) once per batch, then "<column>.<index>"
+// in a buffer reused from row to row; line is the CSV line being built.
+type batchOIDs struct {
+	cols []string
+	buf  []byte
+	line []byte
+}
+
+// writeBatchVarbinds writes one row per varbind of b with the message's
+// fields of row: the raw Varbinds (the only form of version 1 batches,
+// and what is under no column in version 2), then every value of Rows
+// (what the pollers publish) with its full OID, as
+// streams.VarbindBatch.AllVarbinds lists them. As CSV the fields the
+// batch's rows share are written once, and each line is built in place.
+func writeBatchVarbinds(out *rowWriter[varbindRow], row varbindRow, b streams.VarbindBatch, o *batchOIDs) error {
+	var head []byte
+	if out.csv != nil {
+		head = strconv.AppendInt(o.line[:0], row.StreamSeq, 10)
+		head = append(head, ',')
+		head = time.UnixMicro(row.CollectedAt).UTC().AppendFormat(head, time.RFC3339Nano)
+		head = append(appendCSVField(append(appendCSVField(append(head, ','), row.OLTID), ','), row.ExecutionID), ',')
+		head = append(strconv.AppendInt(head, row.Batch, 10), ',')
+	}
+	emit := func(oid []byte, typ, value string) error {
+		if out.csv == nil {
+			row.OID, row.Type, row.Value = string(oid), typ, value
+			return out.write(row)
+		}
+		l := head
+		if csvNeedsQuotes(string(oid)) {
+			l = appendCSVField(l, string(oid))
+		} else {
+			l = append(l, oid...)
+		}
+		l = appendCSVField(append(l, ','), typ)
+		l = append(appendCSVField(append(l, ','), value), '\n')
+		head = l[:len(head)] // the same bytes, maybe moved
+		o.line = l
+		return out.line(l)
+	}
+	for _, v := range b.Varbinds {
+		if err := emit([]byte(v.OID), v.Type, v.Value); err != nil {
+			return err
+		}
+	}
+	if len(b.Rows) == 0 {
+		return nil
+	}
+	o.cols = o.cols[:0]
+	for _, c := range b.Columns {
+		o.cols = append(o.cols, strings.Trim(c.OID, "."))
+	}
+	for _, r := range b.Rows {
+		for _, v := range r.Values {
+			if v.Column < 0 || v.Column >= len(o.cols) {
+				continue // not a valid batch: the projector dead-letters it
+			}
+			o.buf = append(append(append(o.buf[:0], o.cols[v.Column]...), '.'), r.Index...)
+			if err := emit(o.buf, v.Type, v.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

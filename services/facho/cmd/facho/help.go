@@ -80,8 +80,8 @@ func helps() map[string]cmdHelp {
 		},
 		"rebuild": {
 			usage:     "facho rebuild READ_MODEL [flags]",
-			about:     "Rebuilds a read model from the streams into a shadow schema, compares it with the live\ntables and swaps it in, safely while the system runs (--dry-run: report only).",
-			examples:  []string{"facho rebuild executions --dry-run", "facho rebuild onu_data", "DATABASE_URL=postgres://... facho rebuild quotas --nats nats://nats-1:4222 --nats-nkey-seed-file observer.nk"},
+			about:     "Rebuilds a read model from the streams into a shadow schema, compares it with the live\ntables and swaps it in, safely while the system runs (--dry-run: report only).\nfacho rebuild onu_history_hourly [--from T] [--to T] recomputes the hourly rollups from\nonu_history (Postgres only), one transaction per day.",
+			examples:  []string{"facho rebuild executions --dry-run", "facho rebuild onu_data", "facho rebuild onu_history_hourly --from 720h", "DATABASE_URL=postgres://... facho rebuild quotas --nats nats://nats-1:4222 --nats-nkey-seed-file observer.nk"},
 			flagsFrom: []string{"rebuild", "-h"},
 		},
 		"export": {

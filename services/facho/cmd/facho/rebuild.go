@@ -88,6 +88,9 @@ func runRebuild(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("rebuild: which read model? (%s)", strings.Join(reg.Names(), ", "))
 	}
 	name := args[0]
+	if name == "onu_history_hourly" {
+		return runRebuildHourly(ctx, args[1:], getenv, stdout, stderr)
+	}
 	if ok, err := parseFlags(fs, args[1:]); !ok {
 		return err
 	}
@@ -137,17 +140,24 @@ func runRebuild(ctx context.Context, args []string, getenv func(string) string, 
 // unless GOGC or GOMEMLIMIT say otherwise: a rebuild allocates every
 // event it decodes and folds, and with Go's default (GOGC=100) the
 // collector took a fifth of the Go time of `facho rebuild executions`.
-// GOGC=400 lets the heap grow to five times what is live; the 1 GiB soft
-// limit has the collector run earlier when that would pass 1 GiB (a fold
-// of up to FoldMaxRows rows).
+// GOGC=400 lets the heap grow to five times what is live; the 448 MiB
+// soft limit (rebuildMemoryLimit) has the collector run earlier when that
+// would pass it, so the process stays within about 512 MB: what a rebuild
+// holds live is bounded (replay.MaxQueuedBytes of messages in flight; a
+// fold of up to FoldMaxRows rows may still need more, and gets it: the
+// limit is soft).
 // It returns the function that puts the previous settings back.
+// rebuildMemoryLimit is the Go memory limit of a rebuild (GOMEMLIMIT
+// unset).
+const rebuildMemoryLimit = 448 << 20
+
 func rebuildGC(getenv func(string) string) (restore func()) {
 	percent, limit := -2, int64(-1) // not changed
 	if getenv("GOGC") == "" {
 		percent = debug.SetGCPercent(400)
 	}
 	if getenv("GOMEMLIMIT") == "" {
-		limit = debug.SetMemoryLimit(1 << 30)
+		limit = debug.SetMemoryLimit(rebuildMemoryLimit)
 	}
 	return func() {
 		if percent != -2 {
@@ -163,4 +173,67 @@ func rebuildGC(getenv func(string) string) (restore func()) {
 // output is their result) in FACHO_LOG_FORMAT (console on a terminal).
 func cliLogger(getenv func(string) string, stderr io.Writer) (zerolog.Logger, error) {
 	return telemetry.LoggerFromEnv(getenv, stderr, "", zerolog.WarnLevel)
+}
+
+// runRebuildHourly is `facho rebuild onu_history_hourly`: the hourly
+// rollups recomputed from onu_history, one transaction per UTC day
+// (projector.RebuildHourly).
+func runRebuildHourly(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rebuild onu_history_hourly", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "first day: RFC 3339 time or duration ago (default: the oldest change in onu_history)")
+	to := fs.String("to", "", "last day: RFC 3339 time or duration ago (default: now)")
+	dbURL := fs.String("db", getenv("DATABASE_URL"), "Postgres URL (DATABASE_URL)")
+	nf := addNATSFlags(fs, getenv)
+	if ok, err := parseFlags(fs, args); !ok {
+		return err
+	}
+	now := time.Now()
+	first, err := parseTimeFlag(*from, now)
+	if err != nil {
+		return fmt.Errorf("rebuild onu_history_hourly --from: %w", err)
+	}
+	last, err := parseTimeFlag(*to, now)
+	if err != nil {
+		return fmt.Errorf("rebuild onu_history_hourly --to: %w", err)
+	}
+	if last.IsZero() {
+		last = now
+	}
+	*dbURL = nf.databaseURL(*dbURL)
+	if *dbURL == "" {
+		return fmt.Errorf("rebuild onu_history_hourly: DATABASE_URL (or --db) is required (or run it in the folder of a running facho dev)")
+	}
+	pool, err := pgxpool.New(ctx, *dbURL)
+	if err != nil {
+		return fmt.Errorf("rebuild onu_history_hourly: database: %w", err)
+	}
+	defer pool.Close()
+	if first.IsZero() {
+		var oldest *time.Time
+		if err := pool.QueryRow(ctx, `SELECT min(at) FROM onu_history`).Scan(&oldest); err != nil {
+			return fmt.Errorf("rebuild onu_history_hourly: oldest change: %w", err)
+		}
+		if oldest == nil {
+			_, err := fmt.Fprintln(stdout, "onu_history_hourly: onu_history is empty, nothing to roll up")
+			return err
+		}
+		first = *oldest
+	}
+	if first.After(last) {
+		return fmt.Errorf("rebuild onu_history_hourly: --from %s is after --to %s", first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339))
+	}
+	start := time.Now()
+	days := uint64(last.Sub(first)/(24*time.Hour)) + 1
+	bar := newProgress(stderr, "rebuild onu_history_hourly")
+	rep, err := projector.RebuildHourly(ctx, pool, first, last, func(_ time.Time, r projector.HourlyRebuildReport) {
+		bar.update(uint64(r.Days), days)
+	})
+	bar.finish()
+	if err != nil {
+		return fmt.Errorf("rebuild onu_history_hourly: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "onu_history_hourly: %d days (%s .. %s) recomputed from onu_history: %d rows replaced, %d written in %s\n",
+		rep.Days, first.UTC().Format(time.DateOnly), last.UTC().Format(time.DateOnly), rep.Deleted, rep.Inserted, time.Since(start).Round(time.Millisecond))
+	return err
 }

@@ -15,8 +15,8 @@ func TestRebuildGC(t *testing.T) {
 		wantLimit            int64
 		percentSet, limitSet bool
 	}{
-		{name: "defaults", env: map[string]string{}, wantPercent: 400, wantLimit: 1 << 30, percentSet: true, limitSet: true},
-		{name: "GOGC set", env: map[string]string{"GOGC": "100"}, wantLimit: 1 << 30, limitSet: true},
+		{name: "defaults", env: map[string]string{}, wantPercent: 400, wantLimit: rebuildMemoryLimit, percentSet: true, limitSet: true},
+		{name: "GOGC set", env: map[string]string{"GOGC": "100"}, wantLimit: rebuildMemoryLimit, limitSet: true},
 		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "4GiB"}, wantPercent: 400, percentSet: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

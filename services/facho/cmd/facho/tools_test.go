@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/parquet-go/parquet-go"
@@ -284,19 +286,47 @@ func TestRebuildAndExportCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(context.Background(), `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id)
-		VALUES ('olt-1', 4194304000, 1, 'HWTC00000001', 'cliente, "uno"', 'ONLINE', -21.5, '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z', 'e1'),
-		('olt-2', 4194304000, 2, 'HWTC00000002', '', 'OFFLINE', NULL, '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z', 'e2')`); err != nil {
+	if _, err := db.Exec(context.Background(), `INSERT INTO onu_data (olt_id, pon_index, onu_id, serial, description, status, rx_power_dbm, first_seen, last_seen, last_execution_id,
+			onu_index, port_name, name, tx_power_dbm, olt_rx_power_dbm, distance_m, temperature_c, voltage_v, bias_ma, last_down_cause, last_down_at, last_up_at, model, firmware, removed_at)
+		VALUES ('olt-1', 4194304000, 1, 'HWTC00000001', 'cliente, "uno"', 'ONLINE', -21.5, '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z', 'e1',
+			'4194304000.1', '0/1/0:1', 'casa 1', 2.25, -23.1, 1234, 41.5, 3.3, 12.5, 'dying-gasp', '2026-01-01T10:00:00Z', '2026-01-01T10:05:00.5Z', 'HG8245H', 'V5R019', NULL),
+		('olt-2', 4194304000, 2, 'HWTC00000002', '', 'OFFLINE', NULL, '2026-01-02T03:04:05Z', '2026-01-02T03:04:05Z', 'e2',
+			'', '', '', NULL, NULL, NULL, NULL, NULL, NULL, '', NULL, NULL, '', '', '2026-01-03T00:00:00Z')`); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"export", "onu-data", "--olt", "olt-1"}, withDB, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	want := "olt_id,pon_index,onu_id,serial,description,status,rx_power_dbm,first_seen,last_seen,last_execution_id\n" +
-		"olt-1,4194304000,1,HWTC00000001,\"cliente, \"\"uno\"\"\",ONLINE,-21.5,2026-01-02T03:04:05Z,2026-01-02T03:04:05Z,e1\n"
+	want := "olt_id,pon_index,onu_id,serial,description,status,rx_power_dbm,first_seen,last_seen,last_execution_id," +
+		"onu_index,port_name,name,tx_power_dbm,olt_rx_power_dbm,distance_m,temperature_c,voltage_v,bias_ma,last_down_cause,last_down_at,last_up_at,model,firmware,removed_at\n" +
+		"olt-1,4194304000,1,HWTC00000001,\"cliente, \"\"uno\"\"\",ONLINE,-21.5,2026-01-02T03:04:05Z,2026-01-02T03:04:05Z,e1," +
+		"4194304000.1,0/1/0:1,casa 1,2.25,-23.1,1234,41.5,3.3,12.5,dying-gasp,2026-01-01T10:00:00Z,2026-01-01T10:05:00.5Z,HG8245H,V5R019,\n"
 	if out.String() != want {
 		t.Errorf("export onu-data:\n%s\nwant:\n%s", out.String(), want)
+	}
+	// Every column of onu_data that is an ONU field is exported, and every
+	// field of the ONU state events (what the API's ONU JSON shows).
+	rows, err := db.Query(context.Background(), `SELECT column_name FROM information_schema.columns WHERE table_name = 'onu_data' AND table_schema = current_schema()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	notONUFields := map[string]bool{"seen_by": true, "rx_seen_by": true} // the projector's bookkeeping
+	header := strings.Split(strings.SplitN(out.String(), "\n", 2)[0], ",")
+	for _, c := range cols {
+		if !notONUFields[c] && !slices.Contains(header, c) {
+			t.Errorf("onu_data column %s is not exported", c)
+		}
+	}
+	st := reflect.TypeOf(streams.ONUState{})
+	for i := 0; i < st.NumField(); i++ {
+		if name, _, _ := strings.Cut(st.Field(i).Tag.Get("json"), ","); name != "" && name != "-" && !slices.Contains(header, name) {
+			t.Errorf("ONU field %s is not exported", name)
+		}
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"export", "onu-data", "--format", "parquet"}, withDB, &out, &errOut); err != nil {
@@ -308,6 +338,13 @@ func TestRebuildAndExportCommands(t *testing.T) {
 	}
 	if len(onus) != 2 || onus[0].RxPowerDBm == nil || *onus[0].RxPowerDBm != -21.5 || onus[1].RxPowerDBm != nil || onus[1].Status != "OFFLINE" {
 		t.Errorf("parquet onus %+v", onus)
+	}
+	if o := onus[0]; o.PortName != "0/1/0:1" || o.TemperatureC == nil || *o.TemperatureC != 41.5 || o.LastUpAt == nil ||
+		microsText(*o.LastUpAt) != "2026-01-01T10:05:00.5Z" || o.RemovedAt != nil || o.Firmware != "V5R019" {
+		t.Errorf("parquet vendor fields %+v", o)
+	}
+	if o := onus[1]; o.RemovedAt == nil || microsText(*o.RemovedAt) != "2026-01-03T00:00:00Z" || o.TxPowerDBm != nil || o.LastDownAt != nil {
+		t.Errorf("parquet removed onu %+v", o)
 	}
 }
 
