@@ -169,6 +169,14 @@ type BrandUpserted struct {
 	Snmp        *SNMPTuning `json:"snmp,omitempty"`
 }
 
+// ChartPoint defines model for ChartPoint.
+type ChartPoint struct {
+	At   time.Time `json:"at"`
+	Last *float64  `json:"last"`
+	Max  *float64  `json:"max"`
+	Min  *float64  `json:"min"`
+}
+
 // ChassisView defines model for ChassisView.
 type ChassisView struct {
 	Boards        int64    `json:"boards"`
@@ -711,6 +719,19 @@ type OltWithProfile struct {
 	Snmp           SNMPTuning `json:"snmp"`
 }
 
+// OnuChart defines model for OnuChart.
+type OnuChart struct {
+	Field    string        `json:"field"`
+	From     time.Time     `json:"from"`
+	Initial  *float64      `json:"initial"`
+	OltId    string        `json:"olt_id"`
+	OnuId    int64         `json:"onu_id"`
+	Points   *[]ChartPoint `json:"points"`
+	PonIndex int64         `json:"pon_index"`
+	Source   string        `json:"source"`
+	To       time.Time     `json:"to"`
+}
+
 // OnuFailureRow defines model for OnuFailureRow.
 type OnuFailureRow struct {
 	Error    string    `json:"error"`
@@ -872,6 +893,25 @@ type PollerStats struct {
 	TotalTasksCompleted int64                  `json:"total_tasks_completed"`
 	TotalTasksDelayed   int64                  `json:"total_tasks_delayed"`
 	TotalTasksFailed    int64                  `json:"total_tasks_failed"`
+}
+
+// PonChart defines model for PonChart.
+type PonChart struct {
+	Field    string           `json:"field"`
+	From     time.Time        `json:"from"`
+	OltId    string           `json:"olt_id"`
+	Points   *[]PonChartPoint `json:"points"`
+	PonIndex int64            `json:"pon_index"`
+	Source   string           `json:"source"`
+	To       time.Time        `json:"to"`
+}
+
+// PonChartPoint defines model for PonChartPoint.
+type PonChartPoint struct {
+	At   time.Time `json:"at"`
+	Max  *float64  `json:"max"`
+	Min  *float64  `json:"min"`
+	Onus int64     `json:"onus"`
 }
 
 // PonHealthRow defines model for PonHealthRow.
@@ -1846,6 +1886,18 @@ type GetOltsIdOnusPonIndexOnuId200JSONResponseBody struct {
 	union json.RawMessage
 }
 
+// GetOltsIdOnusPonIndexOnuIdChartParams defines parameters for GetOltsIdOnusPonIndexOnuIdChart.
+type GetOltsIdOnusPonIndexOnuIdChartParams struct {
+	// Field a numeric field (default rx_power_dbm)
+	Field *string `form:"field,omitempty" json:"field,omitempty"`
+
+	// From RFC 3339 time (default: to minus 24 hours)
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To RFC 3339 time (default: now); at most 400 days after from
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+}
+
 // GetOltsIdOnusPonIndexOnuIdHistoryParams defines parameters for GetOltsIdOnusPonIndexOnuIdHistory.
 type GetOltsIdOnusPonIndexOnuIdHistoryParams struct {
 	// From RFC 3339 time: changes at or after (default: to minus 24 hours)
@@ -1865,6 +1917,18 @@ type GetOltsIdOnusPonIndexOnuIdHistoryParams struct {
 
 	// Offset rows to skip
 	Offset *int `form:"offset,omitempty" json:"offset,omitempty"`
+}
+
+// GetOltsIdPonsPonIndexChartParams defines parameters for GetOltsIdPonsPonIndexChart.
+type GetOltsIdPonsPonIndexChartParams struct {
+	// Field a numeric field (default rx_power_dbm)
+	Field *string `form:"field,omitempty" json:"field,omitempty"`
+
+	// From RFC 3339 time (default: to minus 24 hours)
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To RFC 3339 time (default: now); at most 400 days after from
+	To *string `form:"to,omitempty" json:"to,omitempty"`
 }
 
 // GetOnusParams defines parameters for GetOnus.
@@ -2790,6 +2854,11 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id} (the `GetOltsIdOnusPonIndexOnuId` operationId).
 	GetOltsIdOnusPonIndexOnuId(ctx context.Context, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetOltsIdOnusPonIndexOnuIdChart An ONU's chart of a numeric field: with a range under 7 days one point per change (at, min = max = last = the new value), from 7 days on one point per hour with a change from the hourly rollups (at: the hour; min and max: the range of the values held during it; last: the value at its end); null = no reading; an hour or change without a point held the previous point's last value. initial: the value held at from. source: changes or hourly. 404 for an unknown OLT or ONU; 400 for a field that is not numeric
+	//
+	// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/chart (the `GetOltsIdOnusPonIndexOnuIdChart` operationId).
+	GetOltsIdOnusPonIndexOnuIdChart(ctx context.Context, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdChartParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOltsIdOnusPonIndexOnuIdHistory An ONU's history: one row per change of a field (field, old_value, new_value as text: numbers in Go's 'g' format, times RFC 3339 UTC, null = no value; at, execution_id, stream_seq), oldest first. The ONU's first reading is its first rows (old_value null). 404 for an unknown OLT or ONU; 400 naming an unknown field
 	//
 	// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/history (the `GetOltsIdOnusPonIndexOnuIdHistory` operationId).
@@ -2799,6 +2868,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/olts/{id}/pons (the `GetOltsIdPons` operationId).
 	GetOltsIdPons(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOltsIdPonsPonIndexChart A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the hourly rollups of the ONUs onu_data knows on the PON from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
+	//
+	// Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
+	GetOltsIdPonsPonIndexChart(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOnus Search ONUs by serial across OLTs (from onu_data): serial=HWTC12345678 is an exact match, a trailing * a prefix (serial=HWTC*); each ONU with olt_id and olt_name
 	//
@@ -4156,6 +4230,21 @@ func (c *Client) GetOltsIdOnusPonIndexOnuId(ctx context.Context, id string, ponI
 	return c.Client.Do(req)
 }
 
+// GetOltsIdOnusPonIndexOnuIdChart An ONU's chart of a numeric field: with a range under 7 days one point per change (at, min = max = last = the new value), from 7 days on one point per hour with a change from the hourly rollups (at: the hour; min and max: the range of the values held during it; last: the value at its end); null = no reading; an hour or change without a point held the previous point's last value. initial: the value held at from. source: changes or hourly. 404 for an unknown OLT or ONU; 400 for a field that is not numeric
+//
+// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/chart (the `GetOltsIdOnusPonIndexOnuIdChart` operationId).
+func (c *Client) GetOltsIdOnusPonIndexOnuIdChart(ctx context.Context, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdChartParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOltsIdOnusPonIndexOnuIdChartRequest(c.Server, id, ponIndex, onuId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOltsIdOnusPonIndexOnuIdHistory An ONU's history: one row per change of a field (field, old_value, new_value as text: numbers in Go's 'g' format, times RFC 3339 UTC, null = no value; at, execution_id, stream_seq), oldest first. The ONU's first reading is its first rows (old_value null). 404 for an unknown OLT or ONU; 400 naming an unknown field
 //
 // Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/history (the `GetOltsIdOnusPonIndexOnuIdHistory` operationId).
@@ -4176,6 +4265,21 @@ func (c *Client) GetOltsIdOnusPonIndexOnuIdHistory(ctx context.Context, id strin
 // Corresponds with GET /api/v1/olts/{id}/pons (the `GetOltsIdPons` operationId).
 func (c *Client) GetOltsIdPons(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOltsIdPonsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOltsIdPonsPonIndexChart A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the hourly rollups of the ONUs onu_data knows on the PON from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
+//
+// Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
+func (c *Client) GetOltsIdPonsPonIndexChart(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOltsIdPonsPonIndexChartRequest(c.Server, id, ponIndex, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7997,6 +8101,105 @@ func NewGetOltsIdOnusPonIndexOnuIdRequest(server string, id string, ponIndex str
 	return req, nil
 }
 
+// NewGetOltsIdOnusPonIndexOnuIdChartRequest constructs an http.Request for the GetOltsIdOnusPonIndexOnuIdChart method
+func NewGetOltsIdOnusPonIndexOnuIdChartRequest(server string, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdChartParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "pon_index", ponIndex, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "onu_id", onuId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/olts/%s/onus/%s/%s/chart", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Field != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "field", *params.Field, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOltsIdOnusPonIndexOnuIdHistoryRequest constructs an http.Request for the GetOltsIdOnusPonIndexOnuIdHistory method
 func NewGetOltsIdOnusPonIndexOnuIdHistoryRequest(server string, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdHistoryParams) (*http.Request, error) {
 	var err error
@@ -8156,6 +8359,98 @@ func NewGetOltsIdPonsRequest(server string, id string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOltsIdPonsPonIndexChartRequest constructs an http.Request for the GetOltsIdPonsPonIndexChart method
+func NewGetOltsIdPonsPonIndexChartRequest(server string, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "pon_index", ponIndex, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/olts/%s/pons/%s/chart", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Field != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "field", *params.Field, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -10636,6 +10931,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id} (the `GetOltsIdOnusPonIndexOnuId` operationId).
 	GetOltsIdOnusPonIndexOnuIdWithResponse(ctx context.Context, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdParams, reqEditors ...RequestEditorFn) (*GetOltsIdOnusPonIndexOnuIdResponse, error)
 
+	// GetOltsIdOnusPonIndexOnuIdChartWithResponse An ONU's chart of a numeric field: with a range under 7 days one point per change (at, min = max = last = the new value), from 7 days on one point per hour with a change from the hourly rollups (at: the hour; min and max: the range of the values held during it; last: the value at its end); null = no reading; an hour or change without a point held the previous point's last value. initial: the value held at from. source: changes or hourly. 404 for an unknown OLT or ONU; 400 for a field that is not numeric
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/chart (the `GetOltsIdOnusPonIndexOnuIdChart` operationId).
+	GetOltsIdOnusPonIndexOnuIdChartWithResponse(ctx context.Context, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdChartParams, reqEditors ...RequestEditorFn) (*GetOltsIdOnusPonIndexOnuIdChartResponse, error)
+
 	// GetOltsIdOnusPonIndexOnuIdHistoryWithResponse An ONU's history: one row per change of a field (field, old_value, new_value as text: numbers in Go's 'g' format, times RFC 3339 UTC, null = no value; at, execution_id, stream_seq), oldest first. The ONU's first reading is its first rows (old_value null). 404 for an unknown OLT or ONU; 400 naming an unknown field
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -10649,6 +10951,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/olts/{id}/pons (the `GetOltsIdPons` operationId).
 	GetOltsIdPonsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetOltsIdPonsResponse, error)
+
+	// GetOltsIdPonsPonIndexChartWithResponse A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the hourly rollups of the ONUs onu_data knows on the PON from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
+	GetOltsIdPonsPonIndexChartWithResponse(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*GetOltsIdPonsPonIndexChartResponse, error)
 
 	// GetOnusWithResponse Search ONUs by serial across OLTs (from onu_data): serial=HWTC12345678 is an exact match, a trailing * a prefix (serial=HWTC*); each ONU with olt_id and olt_name
 	//
@@ -15310,6 +15619,89 @@ func (r GetOltsIdOnusPonIndexOnuIdResponse) ContentType() string {
 	return ""
 }
 
+type GetOltsIdOnusPonIndexOnuIdChartResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OnuChart
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) GetJSON200() *OnuChart {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOltsIdOnusPonIndexOnuIdChartResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetOltsIdOnusPonIndexOnuIdHistoryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15463,6 +15855,89 @@ func (r GetOltsIdPonsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOltsIdPonsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetOltsIdPonsPonIndexChartResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PonChart
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOltsIdPonsPonIndexChartResponse) GetJSON200() *PonChart {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOltsIdPonsPonIndexChartResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOltsIdPonsPonIndexChartResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOltsIdPonsPonIndexChartResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOltsIdPonsPonIndexChartResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOltsIdPonsPonIndexChartResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOltsIdPonsPonIndexChartResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOltsIdPonsPonIndexChartResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOltsIdPonsPonIndexChartResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOltsIdPonsPonIndexChartResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOltsIdPonsPonIndexChartResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19374,6 +19849,19 @@ func (c *ClientWithResponses) GetOltsIdOnusPonIndexOnuIdWithResponse(ctx context
 	return ParseGetOltsIdOnusPonIndexOnuIdResponse(rsp)
 }
 
+// GetOltsIdOnusPonIndexOnuIdChartWithResponse An ONU's chart of a numeric field: with a range under 7 days one point per change (at, min = max = last = the new value), from 7 days on one point per hour with a change from the hourly rollups (at: the hour; min and max: the range of the values held during it; last: the value at its end); null = no reading; an hour or change without a point held the previous point's last value. initial: the value held at from. source: changes or hourly. 404 for an unknown OLT or ONU; 400 for a field that is not numeric
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/olts/{id}/onus/{pon_index}/{onu_id}/chart (the `GetOltsIdOnusPonIndexOnuIdChart` operationId).
+func (c *ClientWithResponses) GetOltsIdOnusPonIndexOnuIdChartWithResponse(ctx context.Context, id string, ponIndex string, onuId string, params *GetOltsIdOnusPonIndexOnuIdChartParams, reqEditors ...RequestEditorFn) (*GetOltsIdOnusPonIndexOnuIdChartResponse, error) {
+	rsp, err := c.GetOltsIdOnusPonIndexOnuIdChart(ctx, id, ponIndex, onuId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOltsIdOnusPonIndexOnuIdChartResponse(rsp)
+}
+
 // GetOltsIdOnusPonIndexOnuIdHistoryWithResponse An ONU's history: one row per change of a field (field, old_value, new_value as text: numbers in Go's 'g' format, times RFC 3339 UTC, null = no value; at, execution_id, stream_seq), oldest first. The ONU's first reading is its first rows (old_value null). 404 for an unknown OLT or ONU; 400 naming an unknown field
 //
 // Returns a wrapper object for the known response body format(s).
@@ -19398,6 +19886,19 @@ func (c *ClientWithResponses) GetOltsIdPonsWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseGetOltsIdPonsResponse(rsp)
+}
+
+// GetOltsIdPonsPonIndexChartWithResponse A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the hourly rollups of the ONUs onu_data knows on the PON from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
+func (c *ClientWithResponses) GetOltsIdPonsPonIndexChartWithResponse(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*GetOltsIdPonsPonIndexChartResponse, error) {
+	rsp, err := c.GetOltsIdPonsPonIndexChart(ctx, id, ponIndex, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOltsIdPonsPonIndexChartResponse(rsp)
 }
 
 // GetOnusWithResponse Search ONUs by serial across OLTs (from onu_data): serial=HWTC12345678 is an exact match, a trailing * a prefix (serial=HWTC*); each ONU with olt_id and olt_name
@@ -23561,6 +24062,74 @@ func ParseGetOltsIdOnusPonIndexOnuIdResponse(rsp *http.Response) (*GetOltsIdOnus
 	return response, nil
 }
 
+// ParseGetOltsIdOnusPonIndexOnuIdChartResponse parses an HTTP response from a GetOltsIdOnusPonIndexOnuIdChartWithResponse call
+func ParseGetOltsIdOnusPonIndexOnuIdChartResponse(rsp *http.Response) (*GetOltsIdOnusPonIndexOnuIdChartResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOltsIdOnusPonIndexOnuIdChartResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OnuChart
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetOltsIdOnusPonIndexOnuIdHistoryResponse parses an HTTP response from a GetOltsIdOnusPonIndexOnuIdHistoryWithResponse call
 func ParseGetOltsIdOnusPonIndexOnuIdHistoryResponse(rsp *http.Response) (*GetOltsIdOnusPonIndexOnuIdHistoryResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -23649,6 +24218,74 @@ func ParseGetOltsIdPonsResponse(rsp *http.Response) (*GetOltsIdPonsResponse, err
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetOltsIdPonsPonIndexChartResponse parses an HTTP response from a GetOltsIdPonsPonIndexChartWithResponse call
+func ParseGetOltsIdPonsPonIndexChartResponse(rsp *http.Response) (*GetOltsIdPonsPonIndexChartResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOltsIdPonsPonIndexChartResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PonChart
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
