@@ -25,6 +25,12 @@ type metrics struct {
 	varbindGroups       prometheus.Histogram
 	varbindGroupSeconds prometheus.Histogram
 	varbindOutageTries  prometheus.Counter
+	// What the projector refused to apply (trust.go), by kind.
+	refused *prometheus.CounterVec
+	// Readings older than their ONU's current state, not applied to it.
+	staleReadings prometheus.Counter
+	// Messages held because the schedule projection was behind.
+	scheduleWaits prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,6 +47,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_projector_varbinds_unplaced_total",
 			Help: "Varbinds the projector could not place in an ONU field (bad index, unknown column, undecodable value, no value), by OLT.",
 		}, []string{"olt_id"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_projector_refused_total",
+			Help: "Messages dead-lettered because they break what the projector applies: work never dispatched, another OLT's execution, a stale attempt, a batch published after its execution ended, impossible values, configuration field rules; by reason.",
+		}, []string{"reason"}),
+		staleReadings: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_stale_readings_total",
+			Help: "ONU readings older than the ONU's current state: not applied to it (no state change, event or history row).",
+		}),
+		scheduleWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_schedule_waits_total",
+			Help: "Times a varbind batch or execution event of an execution not known as dispatched was held because the schedule projection had not caught up.",
+		}),
 		staleExec: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_projector_stale_execution_events_total",
 			Help: "Execution events ignored: an older lease revision (stale poller) or a state that would move backwards.",
@@ -91,6 +109,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		jsrouter.Register(reg, &m.varbindGroups),
 		jsrouter.Register(reg, &m.varbindGroupSeconds),
 		jsrouter.Register(reg, &m.varbindOutageTries),
+		jsrouter.Register(reg, &m.refused),
+		jsrouter.Register(reg, &m.staleReadings),
+		jsrouter.Register(reg, &m.scheduleWaits),
 	)
 	if err != nil {
 		return nil, err
