@@ -55,6 +55,9 @@ func (r *rig) runProjector(cfg Config, reg *prometheus.Registry) (stop func()) {
 	// Most tests publish work without its NodeDue; the trust tests
 	// (trust_test.go) set strict.
 	cfg.acceptUndispatched = !r.strict
+	// Most tests publish work without its NodeDue; the trust tests
+	// (trust_test.go) set strict.
+	cfg.acceptUndispatched = !r.strict
 	ctx, cancel := context.WithCancel(context.Background())
 	if hook := cfg.afterCommit; hook != nil {
 		cfg.afterCommit = func() { hook(); cancel() }

@@ -14,21 +14,24 @@ import (
 // impossible, not the unusual. A GPON receiver's sensitivity ends near
 // -30 dBm and its overload near +8 dBm; no optical power of a PON is
 // below -60 or above +20 dBm.
-var physicalRange = map[string][2]float64{
-	streams.FieldRxPower:     {-60, 20},
-	streams.FieldTxPower:     {-60, 20},
-	streams.FieldOLTRxPower:  {-60, 20},
-	streams.FieldDistance:    {0, 200_000}, // metres; GPON's logical reach is 60 km
-	streams.FieldTemperature: {-70, 150},   // °C
-	streams.FieldVoltage:     {0, 100},     // V
-	streams.FieldBias:        {0, 1000},    // mA
+var physicalRange = map[string]struct {
+	lo, hi float64
+	unit   string
+}{
+	streams.FieldRxPower:     {-60, 20, "dBm"},
+	streams.FieldTxPower:     {-60, 20, "dBm"},
+	streams.FieldOLTRxPower:  {-60, 20, "dBm"},
+	streams.FieldDistance:    {0, 200_000, "m"}, // GPON's logical reach is 60 km
+	streams.FieldTemperature: {-70, 150, "°C"},
+	streams.FieldVoltage:     {0, 100, "V"},
+	streams.FieldBias:        {0, 1000, "mA"},
 }
 
-// PhysicalRange returns the range of a numeric ONU field (ok false: the
-// field has none).
-func PhysicalRange(field string) (lo, hi float64, ok bool) {
+// PhysicalRange returns the range of a numeric ONU field and its unit (ok
+// false: the field has none).
+func PhysicalRange(field string) (lo, hi float64, unit string, ok bool) {
 	r, ok := physicalRange[field]
-	return r[0], r[1], ok
+	return r.lo, r.hi, r.unit, ok
 }
 
 // checkPhysics refuses a batch that carries a value outside its field's
@@ -58,10 +61,10 @@ func checkPhysics(b streams.VarbindBatch, d Decoded) *refusal {
 }
 
 func outside(b streams.VarbindBatch, k ONUKey, field string, v float64) *refusal {
-	lo, hi, ok := PhysicalRange(field)
+	lo, hi, unit, ok := PhysicalRange(field)
 	if !ok || (v >= lo && v <= hi && !math.IsNaN(v)) {
 		return nil
 	}
-	return refuse(RefuseImpossible, "varbind batch %d of execution %s: ONU %d.%d %s %g is outside %g..%g, not a reading",
-		b.Batch, b.ExecutionID, k.PonIndex, k.ONUID, field, v, lo, hi)
+	return refuse(RefuseImpossible, "varbind batch %d of execution %s: ONU %d.%d %s %g %s is outside %g..%g %s, not a reading",
+		b.Batch, b.ExecutionID, k.PonIndex, k.ONUID, field, v, unit, lo, hi, unit)
 }
