@@ -437,7 +437,7 @@ func (a *auditor) configDecoder(m jsrouter.Msg) (projection.Change, error) {
 		// The field rules of the API (package configrules): an OLT event
 		// that breaks them is dead-lettered, as by every consumer.
 		if err := configrules.OLT(ev); err != nil {
-			return projection.Change{}, fmt.Errorf("%w: %s refused: %v", streams.ErrMalformed, env.Type, err)
+			return projection.Change{}, fmt.Errorf("%w: %s %.64q refused: %v", streams.ErrMalformed, env.Type, ev.ID, err)
 		}
 		if ev.Enabled {
 			return a.watermarkOnly(m, env), nil
