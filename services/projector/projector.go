@@ -34,6 +34,9 @@ type projector struct {
 	// health tells an outage (the database, or the schedule projection
 	// behind) from a message's own failure.
 	health func(ctx context.Context, cause error) error
+	// barriers: how far the schedule projection must get before an
+	// execution not known as dispatched is refused (trust.go).
+	barriers barriers
 }
 
 // Run projects the five consumers (the varbind batches in groups) until ctx ends, then returns nil.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,8 +24,8 @@ import (
 //     dispatched: an executions row written from a NodeDue (its kind is
 //     set; the chained executions of a composite NodeDue included) of the
 //     same OLT. When there is none and the schedule projection has caught
-//     up with its stream (its consumer has nothing pending), there never
-//     was one: the message is dead-lettered. Otherwise the message is held
+//     up with its stream (scheduleCaughtUp), there never was one: the
+//     message is dead-lettered. Otherwise the message is held
 //     (as during a database outage, not counted against its delivery
 //     bound) until the schedule projection has caught up.
 //   - A varbind batch of an older lease than the execution's current
@@ -126,10 +127,25 @@ func loadDispatches(ctx context.Context, tx pgx.Tx, ids []string) (map[string]di
 	return out, nil
 }
 
+// maxBarriers bounds the schedule barriers remembered (an execution id
+// each); past it they are forgotten, and taken again later (a later
+// barrier only waits longer).
+const maxBarriers = 10_000
+
+// barriers remembers, for each execution not known as dispatched, the
+// schedule stream's last sequence when it was first checked: its NodeDue,
+// if any, is at or below it (published before anything of the execution).
+type barriers struct {
+	mu sync.Mutex
+	m  map[string]uint64
+}
+
 // scheduleCaughtUp reports whether the schedule projection has applied
-// every NodeDue of its stream: its consumer has nothing pending and
-// nothing unacknowledged (a NodeDue is acked after its commit).
-func (p *projector) scheduleCaughtUp(ctx context.Context) (bool, error) {
+// every NodeDue that could have dispatched ids: its consumer is idle
+// (nothing pending or unacknowledged: a NodeDue is acked after its
+// commit), or its ack floor reached each id's barrier. A busy stream never
+// idles, so the barrier is what ends a wait under load.
+func (p *projector) scheduleCaughtUp(ctx context.Context, ids []string) (bool, error) {
 	cons, err := p.js.Consumer(ctx, streams.StreamSchedule, streams.ConsumerProjectorSchedule)
 	if err != nil {
 		return false, fmt.Errorf("bind consumer %s: %w", streams.ConsumerProjectorSchedule, err)
@@ -138,7 +154,61 @@ func (p *projector) scheduleCaughtUp(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("consumer %s info: %w", streams.ConsumerProjectorSchedule, err)
 	}
-	return info.NumPending == 0 && info.NumAckPending == 0, nil
+	b := &p.barriers
+	if info.NumPending == 0 && info.NumAckPending == 0 {
+		b.forget(ids)
+		return true, nil
+	}
+	b.mu.Lock()
+	missing := false
+	for _, id := range ids {
+		if _, ok := b.m[id]; !ok {
+			missing = true
+		}
+	}
+	b.mu.Unlock()
+	var last uint64
+	if missing {
+		// Read after the consumer's info: a NodeDue stored since is above
+		// both, and the barrier only waits for more.
+		stream, err := p.js.Stream(ctx, streams.StreamSchedule)
+		if err != nil {
+			return false, fmt.Errorf("bind stream %s: %w", streams.StreamSchedule, err)
+		}
+		sinfo, err := stream.Info(ctx)
+		if err != nil {
+			return false, fmt.Errorf("stream %s info: %w", streams.StreamSchedule, err)
+		}
+		last = sinfo.State.LastSeq
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil || len(b.m) >= maxBarriers {
+		b.m = map[string]uint64{}
+	}
+	caught := true
+	for _, id := range ids {
+		at, ok := b.m[id]
+		if !ok {
+			at = last
+			b.m[id] = at
+		}
+		caught = caught && info.AckFloor.Stream >= at
+	}
+	if caught {
+		for _, id := range ids {
+			delete(b.m, id)
+		}
+	}
+	return caught, nil
+}
+
+func (b *barriers) forget(ids []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, id := range ids {
+		delete(b.m, id)
+	}
 }
 
 // dispatched returns the rows of ids, checking that each was dispatched:
@@ -162,7 +232,7 @@ func (p *projector) dispatched(ctx context.Context, tx pgx.Tx, ids []string) (ma
 	// The NodeDue of a genuine execution was published before anything of
 	// the execution: once the schedule projection has caught up (checked
 	// after the first read), reading again finds it.
-	caught, err := p.scheduleCaughtUp(ctx)
+	caught, err := p.scheduleCaughtUp(ctx, unknown)
 	if err != nil {
 		return nil, err
 	}
