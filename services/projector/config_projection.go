@@ -37,7 +37,7 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 		if err := needID(env, e.ID); err != nil {
 			return projection.Change{}, err
 		}
-		if err := refuseBroken(env, e.ID, configrules.Brand(e)); err != nil {
+		if err := p.refuseBroken(env, e.ID, configrules.Brand(e)); err != nil {
 			return projection.Change{}, err
 		}
 		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
@@ -55,7 +55,7 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 		if err := needID(env, e.ID); err != nil {
 			return projection.Change{}, err
 		}
-		if err := refuseBroken(env, e.ID, configrules.OIDEvent(e)); err != nil {
+		if err := p.refuseBroken(env, e.ID, configrules.OIDEvent(e)); err != nil {
 			return projection.Change{}, err
 		}
 		dec, err := json.Marshal(e.Decoder)
@@ -95,7 +95,7 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 		if err := needID(env, e.ID); err != nil {
 			return projection.Change{}, err
 		}
-		if err := refuseBroken(env, e.ID, configrules.OLT(e)); err != nil {
+		if err := p.refuseBroken(env, e.ID, configrules.OLT(e)); err != nil {
 			return projection.Change{}, err
 		}
 		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
@@ -128,7 +128,7 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 		if err := needID(env, e.ID); err != nil {
 			return projection.Change{}, err
 		}
-		if err := refuseBroken(env, e.ID, configrules.Job(e)); err != nil {
+		if err := p.refuseBroken(env, e.ID, configrules.Job(e)); err != nil {
 			return projection.Change{}, err
 		}
 		oidIDs := e.OIDIDs
@@ -300,10 +300,11 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 // refuseBroken refuses (dead-letters, with the reason) a configuration
 // event that breaks the field rules the API applies (package configrules):
 // whoever published it, it is not stored.
-func refuseBroken(env streams.Envelope, id string, ruleErr error) error {
+func (p *projector) refuseBroken(env streams.Envelope, id string, ruleErr error) error {
 	if ruleErr == nil {
 		return nil
 	}
+	p.metrics.refused.WithLabelValues(RefuseConfigRule).Inc()
 	return fmt.Errorf("%w: %s %.64q refused: %v", streams.ErrMalformed, env.Type, id, ruleErr)
 }
 
