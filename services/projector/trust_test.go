@@ -351,3 +351,38 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return sum
 }
+
+// The chained executions of a composite NodeDue are dispatched with it:
+// their batches and events apply; a batch naming an execution the chain
+// does not hold is refused.
+func TestChainedExecutionsAreDispatched(t *testing.T) {
+	r := newTrustRig(t)
+	r.start()
+	t0 := time.Now().UTC().Truncate(time.Millisecond)
+	n := streams.NodeDue{ExecutionID: "m-1", NodeID: "wf.olt-1", JobID: "job-1", JobName: "discovery", OLTID: "olt-1", BrandID: "huawei",
+		IndexScheme: SchemePonONU, Kind: streams.KindDiscovery, Target: streams.Target{Host: "10.0.0.1", Port: 161}, OIDs: huaweiColumns,
+		Priority: 90, IntervalSeconds: 300, ScheduledAt: t0, Class: streams.ClassDiscovery,
+		Chain: []streams.ChainedNode{{ExecutionID: "c-1", JobID: "job-2", JobName: "rx", Kind: streams.KindGet, OIDs: huaweiColumns}}}
+	r.as(r.planner, streams.SubjectNodeDueClass("olt-1", streams.ClassDiscovery), n)
+	seq := r.as(r.poller, streams.SubjectExec("olt-1", streams.PhaseStarted), streams.ExecutionStarted{ExecutionID: "c-1", JobID: "job-2", OLTID: "olt-1",
+		PollerID: "p1", Attempt: 1, LeaseRevision: 3, StartedAt: t0})
+	b := batch("olt-1", "c-1", 1, t0, huaweiONU{id: 0, serial: 1, desc: "a", online: true, rx: -2000})
+	b.LeaseRevision = 3
+	vseq := r.as(r.poller, streams.SubjectVarbinds("olt-1"), b)
+	r.waitCheckpoint(streams.ConsumerProjectorExec, seq)
+	r.waitCheckpoint(streams.ConsumerProjectorVarbinds, vseq)
+	if got := r.onus("olt-1"); len(got) != 1 {
+		t.Fatalf("the chained execution's batch was not applied: %+v", got)
+	}
+	var status, kind string
+	if err := r.pool.QueryRow(context.Background(), `SELECT status, kind FROM executions WHERE id = 'c-1'`).Scan(&status, &kind); err != nil ||
+		status != StatusRunning || kind != streams.KindGet {
+		t.Fatalf("c-1 is %s of kind %q (%v), want RUNNING get", status, kind, err)
+	}
+	other := batch("olt-1", "c-2", 1, t0, huaweiONU{id: 1, serial: 2, desc: "b", online: true, rx: -2000})
+	r.as(r.poller, streams.SubjectVarbinds("olt-1"), other)
+	r.waitDeadLetter(streams.ConsumerProjectorVarbinds, "execution c-2", "never dispatched")
+	if got := r.onus("olt-1"); len(got) != 1 {
+		t.Fatalf("a batch of an execution outside the chain was applied: %+v", got)
+	}
+}
