@@ -308,22 +308,38 @@ func TestOldReadingKeepsState(t *testing.T) {
 	}
 }
 
-// TestHeldUntilScheduleCatchesUp: a batch published before the schedule
-// projection applied its NodeDue is held, not refused, and applied once
-// the NodeDue is projected.
+// TestHeldUntilScheduleCatchesUp: a batch whose NodeDue the schedule
+// projection has not applied yet (here: its checkpoint row is locked) is
+// held, not refused, and applied once the NodeDue is projected.
 func TestHeldUntilScheduleCatchesUp(t *testing.T) {
 	r := newTrustRig(t)
-	// The NodeDue and the batch are in their streams before the projector
-	// starts: whichever consumer goes first, the batch waits for its
-	// NodeDue.
-	t0 := time.Now().UTC().Truncate(time.Millisecond)
-	for i := range 20 {
-		r.dispatch(fmt.Sprintf("other-%d", i), "olt-2")
+	ctx := context.Background()
+	if _, err := r.pool.Exec(ctx, `INSERT INTO checkpoints (consumer, last_seq) VALUES ($1, 0) ON CONFLICT (consumer) DO NOTHING`,
+		streams.ConsumerProjectorSchedule); err != nil {
+		t.Fatal(err)
 	}
+	lock, err := r.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM checkpoints WHERE consumer = $1 FOR UPDATE`, streams.ConsumerProjectorSchedule); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	t0 := time.Now().UTC().Truncate(time.Millisecond)
 	r.dispatch("e-1", "olt-1")
 	b := batch("olt-1", "e-1", 1, t0, huaweiONU{id: 0, serial: 1, desc: "a", online: true, rx: -2000})
 	seq := r.as(r.poller, streams.SubjectVarbinds("olt-1"), b)
-	r.start()
+	r.eventually("the batch held for its NodeDue", func() bool {
+		return counterValue(t, r.reg, "facho_projector_schedule_waits_total") >= 2
+	})
+	if got := r.onus("olt-1"); len(got) != 0 {
+		t.Fatalf("applied before its NodeDue: %+v", got)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 	r.waitCheckpoint(streams.ConsumerProjectorVarbinds, seq)
 	if got := r.onus("olt-1"); len(got) != 1 {
 		t.Fatalf("the batch of a dispatched execution was not applied: %+v", got)
