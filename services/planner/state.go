@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/facho-olt/facho/pkg/configrules"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -122,16 +121,6 @@ func newState(t timeouts) *state {
 	}
 }
 
-// refuseBroken refuses a configuration event that breaks the API's field
-// rules (package configrules), whoever published it: it is skipped as
-// malformed, so it plans nothing.
-func refuseBroken(env streams.Envelope, id string, ruleErr error) error {
-	if ruleErr == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: %s %.64q refused: %v", streams.ErrMalformed, env.Type, id, ruleErr)
-}
-
 // apply folds one config event into the state. Unknown event types are
 // ignored (ok=false) so newer producers do not stop an older planner.
 func (s *state) apply(env streams.Envelope) (known bool, err error) {
@@ -151,9 +140,6 @@ func (s *state) apply(env streams.Envelope) (known bool, err error) {
 		if err := streams.DecodeData(env, &e); err != nil {
 			return true, err
 		}
-		if err := refuseBroken(env, e.ID, configrules.Brand(e)); err != nil {
-			return true, err
-		}
 		s.brands[e.ID] = e
 		affected = s.nodesWhere(func(j streams.JobUpserted) bool { return j.BrandID == e.ID })
 	case streams.TypeOIDUpserted:
@@ -161,17 +147,11 @@ func (s *state) apply(env streams.Envelope) (known bool, err error) {
 		if err := streams.DecodeData(env, &e); err != nil {
 			return true, err
 		}
-		if err := refuseBroken(env, e.ID, configrules.OIDEvent(e)); err != nil {
-			return true, err
-		}
 		s.oids[e.ID] = e
 		affected = s.nodesWhere(func(j streams.JobUpserted) bool { return contains(j.OIDIDs, e.ID) })
 	case streams.TypeOLTUpserted:
 		var e streams.OLTUpserted
 		if err := streams.DecodeData(env, &e); err != nil {
-			return true, err
-		}
-		if err := refuseBroken(env, e.ID, configrules.OLT(e)); err != nil {
 			return true, err
 		}
 		s.olts[e.ID] = e
@@ -221,9 +201,6 @@ func (s *state) apply(env streams.Envelope) (known bool, err error) {
 	case streams.TypeJobUpserted:
 		var e streams.JobUpserted
 		if err := streams.DecodeData(env, &e); err != nil {
-			return true, err
-		}
-		if err := refuseBroken(env, e.ID, configrules.Job(e)); err != nil {
 			return true, err
 		}
 		s.jobs[e.ID] = e

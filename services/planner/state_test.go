@@ -43,19 +43,19 @@ func TestPlannable(t *testing.T) {
 				t.Errorf("spec %+v", s)
 			}
 		}},
-		{name: "job disabled", then: []streams.Event{streams.JobUpserted{ID: "j1", Name: "j1", BrandID: "huawei", Kind: streams.KindDiscovery, OIDIDs: []string{"o1"}, IntervalSeconds: 300}}},
+		{name: "job disabled", then: []streams.Event{streams.JobUpserted{ID: "j1", BrandID: "huawei", OIDIDs: []string{"o1"}, IntervalSeconds: 300}}},
 		{name: "job deleted", then: []streams.Event{streams.JobDeleted{ID: "j1"}}},
-		{name: "OLT disabled", then: []streams.Event{streams.OLTUpserted{ID: "olt-a", Name: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "huawei"}}},
+		{name: "OLT disabled", then: []streams.Event{streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "huawei"}}},
 		{name: "OLT deleted", then: []streams.Event{streams.OLTDeleted{ID: "olt-a"}}},
-		{name: "OLT of another brand", then: []streams.Event{streams.OLTUpserted{ID: "olt-a", Name: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "zte", Enabled: true}}},
+		{name: "OLT of another brand", then: []streams.Event{streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "zte", Enabled: true}}},
 		{name: "assignment disabled", then: []streams.Event{streams.JobOLTAssigned{JobID: "j1", OLTID: "olt-a"}}},
 		{name: "unassigned", then: []streams.Event{streams.JobOLTUnassigned{JobID: "j1", OLTID: "olt-a"}}},
 		{name: "OID deleted", then: []streams.Event{streams.OIDDeleted{ID: "o1"}}},
 		{name: "brand deleted", then: []streams.Event{streams.BrandDeleted{ID: "huawei"}}},
-		{name: "OID moved to another brand", then: []streams.Event{streams.OIDUpserted{ID: "o1", BrandID: "zte", Name: "serial", OID: "1.3.6", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "string"}}}},
+		{name: "OID moved to another brand", then: []streams.Event{streams.OIDUpserted{ID: "o1", BrandID: "zte", OID: "1.3.6", Field: streams.FieldSerial, Decoder: streams.Decoder{Kind: "string"}}}},
 		{name: "OLT re-enabled", want: true, then: []streams.Event{
-			streams.OLTUpserted{ID: "olt-a", Name: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "huawei"},
-			streams.OLTUpserted{ID: "olt-a", Name: "olt-a", IP: "10.0.0.2", Port: 1161, BrandID: "huawei", Enabled: true, CommunityEnc: "v1:y"},
+			streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "huawei"},
+			streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.2", Port: 1161, BrandID: "huawei", Enabled: true, CommunityEnc: "v1:y"},
 		}, check: func(t *testing.T, s NodeSpec) {
 			if s.Target.Host != "10.0.0.2" || s.Target.Port != 1161 || s.Target.CommunityEnc != "v1:y" {
 				t.Errorf("target %+v", s.Target)
@@ -74,11 +74,11 @@ func TestPlannable(t *testing.T) {
 		}},
 		{name: "an auto-enable does not enable an OLT a person disabled", then: []streams.Event{
 			streams.OLTAutoDisabled{ID: "olt-a", ExecutionID: "e1", Failures: 3},
-			streams.OLTUpserted{ID: "olt-a", Name: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "huawei"},
+			streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.1", Port: 161, BrandID: "huawei"},
 			streams.OLTAutoEnabled{ID: "olt-a", DisabledExecutionID: "e1", Probes: 3},
 		}},
 		{name: "get job default timeout", want: true, then: []streams.Event{
-			streams.JobUpserted{ID: "j1", Name: "j1", BrandID: "huawei", Kind: streams.KindGet, OIDIDs: []string{"o1"}, IntervalSeconds: 60, Enabled: true},
+			streams.JobUpserted{ID: "j1", BrandID: "huawei", Kind: streams.KindGet, OIDIDs: []string{"o1"}, IntervalSeconds: 60, Enabled: true},
 		}, check: func(t *testing.T, s NodeSpec) {
 			if s.TimeoutSeconds != 60 {
 				t.Errorf("timeout %d, want 60", s.TimeoutSeconds)
@@ -120,7 +120,7 @@ func TestSinceIsTheEnableTime(t *testing.T) {
 	}
 	enabledAt := at
 	// A later change that keeps the node plannable does not move Since.
-	st.apply(env(t, at.Add(time.Minute), streams.OLTUpserted{ID: "olt-a", Name: "olt-a", IP: "10.0.0.9", Port: 161, BrandID: "huawei", Enabled: true}))
+	st.apply(env(t, at.Add(time.Minute), streams.OLTUpserted{ID: "olt-a", IP: "10.0.0.9", Port: 161, BrandID: "huawei", Enabled: true}))
 	if got := st.desired()[k].Since; !got.Equal(enabledAt) {
 		t.Errorf("since = %s, want %s", got, enabledAt)
 	}
