@@ -122,6 +122,12 @@ func TestNATSCLI(t *testing.T) {
 		{"integrator:acme", []string{"consumer", "add", streams.StreamConfig, "acme-1", "--pull", "--defaults"}, false, ""},
 		{"integrator:acme", []string{"stream", "ls"}, false, ""},
 		{"integrator:acme", []string{"consumer", "rm", streams.StreamONU, "acme-1", "-f"}, true, ""},
+		// Push delivery: to a subject under the integrator's inbox prefix.
+		{"integrator:acme", []string{"consumer", "add", streams.StreamAlert, "acme-2", "--target", "_INBOX_integrator_acme.push.acme-2",
+			"--ack", "explicit", "--deliver", "all", "--heartbeat", "5s", "--flow-control", "--defaults"}, true, "acme-2"},
+		{"integrator:acme", []string{"sub", "_INBOX_integrator_acme.push.acme-2", "--count", "1", "--ack"}, true, "facho.alert"},
+		{"integrator:globex", []string{"sub", "_INBOX_integrator_acme.push.acme-2", "--count", "1"}, false, ""},
+		{"integrator:acme", []string{"consumer", "rm", streams.StreamAlert, "acme-2", "-f"}, true, ""},
 	} {
 		out, err := natsCLI(t, env, tc.identity, tc.args...)
 		cmd := tc.identity + ": nats " + strings.Join(tc.args, " ")

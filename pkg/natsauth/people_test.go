@@ -400,3 +400,53 @@ func TestPeopleCannotWriteThroughAPushConsumer(t *testing.T) {
 		}
 	}
 }
+
+// An integrator's durables deliver by push too: to a subject under its
+// own inbox prefix (the only subjects it may subscribe to), with acks,
+// flow control and heartbeats; another integrator cannot subscribe there.
+func TestIntegratorPushDelivery(t *testing.T) {
+	env := peopleEnv(t)
+	acme := connectAs(t, env, "integrator:acme")
+	deliver := natsauth.InboxPrefix("integrator:acme") + ".push.acme-2"
+	for _, stream := range natsauth.IntegratorStreams() {
+		acme.may("push durable acme-2 on "+stream+", receive and ack", func(ctx context.Context, js jetstream.JetStream) error {
+			pc, err := js.CreateOrUpdatePushConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "acme-2", DeliverSubject: deliver + "." + stream,
+				AckPolicy: jetstream.AckExplicitPolicy, FlowControl: true, IdleHeartbeat: time.Second})
+			if err != nil {
+				return err
+			}
+			got := make(chan error, 1)
+			cc, err := pc.Consume(func(m jetstream.Msg) {
+				select {
+				case got <- m.DoubleAck(ctx):
+				default:
+				}
+			})
+			if err != nil {
+				return err
+			}
+			defer cc.Stop()
+			select {
+			case err := <-got:
+				if err != nil {
+					return err
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			info, err := pc.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.AckFloor.Stream < 1 {
+				return errors.New("the ack did not reach the server")
+			}
+			return nil
+		})
+	}
+	globex := connectAs(t, env, "integrator:globex")
+	if _, err := globex.nc.SubscribeSync(deliver + "." + streams.StreamONU); err == nil {
+		globex.v.next(t, deliver+"."+streams.StreamONU)
+	}
+	acme.may("delete its push durable", deleteConsumer(streams.StreamONU, "acme-2"))
+}

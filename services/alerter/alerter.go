@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/facho-olt/facho/pkg/configrules"
 	"github.com/facho-olt/facho/pkg/jsrouter"
 	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/pkg/secret"
@@ -317,6 +318,11 @@ func (a *alerter) onConfig(m jsrouter.Msg) (func(*Engine), error) {
 		if err != nil {
 			return nil, err
 		}
+		// The API's field rules (package configrules): a broken event is
+		// dead-lettered, as by every consumer of configuration events.
+		if err := configrules.OLT(u); err != nil {
+			return nil, fmt.Errorf("%w: %s %.64q refused: %v", streams.ErrMalformed, env.Type, u.ID, err)
+		}
 		return func(e *Engine) { e.OnOLT(u, env.Time) }, nil
 	case streams.TypeOLTAutoEnabled:
 		// The availability service re-enabled an auto-disabled OLT.
@@ -359,6 +365,9 @@ func (a *alerter) onConfig(m jsrouter.Msg) (func(*Engine), error) {
 		_, b, err := streams.DecodeOn[streams.BrandUpserted](m.Subject, m.Data)
 		if err != nil {
 			return nil, err
+		}
+		if err := configrules.Brand(b); err != nil {
+			return nil, fmt.Errorf("%w: %s %.64q refused: %v", streams.ErrMalformed, env.Type, b.ID, err)
 		}
 		return func(e *Engine) { e.OnBrand(b.ID, b.Profile) }, nil
 	case streams.TypeSilenceUpserted:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/facho-olt/facho/pkg/configrules"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -30,9 +31,6 @@ const (
 	defaultRetryDelaySeconds = 120
 	priorityDiscovery        = 90
 	priorityOther            = 40
-	maxJobRetries            = 10
-	minIntervalSeconds       = 10
-	maxIntervalSeconds       = 7 * 24 * 3600
 )
 
 func (s *server) jobEvent(r *http.Request, id string, req jobRequest) (streams.JobUpserted, *apiError) {
@@ -48,32 +46,32 @@ func (s *server) jobEvent(r *http.Request, id string, req jobRequest) (streams.J
 	if !oneOf(req.Kind, Kinds) {
 		return ev, badField("kind", "kind must be one of %s", strings.Join(Kinds, ", "))
 	}
-	if req.IntervalSeconds < minIntervalSeconds || req.IntervalSeconds > maxIntervalSeconds {
-		return ev, badField("interval_seconds", "interval_seconds must be %d..%d", minIntervalSeconds, maxIntervalSeconds)
+	if err := fieldErr(configrules.IntervalSeconds("interval_seconds", req.IntervalSeconds)); err != nil {
+		return ev, err
 	}
 	if req.MaxRetries != nil {
-		if *req.MaxRetries < -1 || *req.MaxRetries > maxJobRetries {
-			return ev, badField("max_retries", "max_retries must be 1..%d, 0 for the default of the job's queue class or -1 for none", maxJobRetries)
+		if err := fieldErr(configrules.MaxRetries("max_retries", *req.MaxRetries)); err != nil {
+			return ev, err
 		}
 		ev.MaxRetries = *req.MaxRetries
 	}
 	if req.RetryDelaySeconds != nil {
-		if *req.RetryDelaySeconds < 1 || *req.RetryDelaySeconds > 86400 {
+		if *req.RetryDelaySeconds < 1 || *req.RetryDelaySeconds > configrules.MaxRetryDelaySeconds {
 			return ev, badField("retry_delay_seconds", "retry_delay_seconds must be 1..86400")
 		}
 		ev.RetryDelaySeconds = *req.RetryDelaySeconds
 	}
 	// 0 means the default of the kind (planner: discovery 300 s, get 60 s).
-	if req.TimeoutSeconds < 0 || req.TimeoutSeconds > 3600 {
-		return ev, badField("timeout_seconds", "timeout_seconds must be 0 (default of the kind) or 1..3600")
+	if err := fieldErr(configrules.TimeoutSeconds("timeout_seconds", req.TimeoutSeconds)); err != nil {
+		return ev, err
 	}
 	ev.Priority = priorityOther
 	if req.Kind == streams.KindDiscovery {
 		ev.Priority = priorityDiscovery
 	}
 	if req.Priority != nil {
-		if *req.Priority < 0 || *req.Priority > 100 {
-			return ev, badField("priority", "priority must be 0..100")
+		if err := fieldErr(configrules.Priority("priority", *req.Priority)); err != nil {
+			return ev, err
 		}
 		ev.Priority = *req.Priority
 	}

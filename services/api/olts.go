@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/facho-olt/facho/pkg/configrules"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -69,8 +70,8 @@ func (s *server) oltEvent(r *http.Request, id string, req oltRequest, prev *stre
 	}
 	ev.SNMP = req.SNMP
 	if req.Port != nil {
-		if *req.Port < 1 || *req.Port > 65535 {
-			return ev, badField("port", "port must be 1..65535")
+		if err := fieldErr(configrules.Port("port", *req.Port)); err != nil {
+			return ev, err
 		}
 		ev.Port = *req.Port
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/facho-olt/facho/pkg/configrules"
 	"github.com/facho-olt/facho/pkg/jsrouter"
 	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/pkg/quotaplan"
@@ -432,6 +433,11 @@ func (a *auditor) configDecoder(m jsrouter.Msg) (projection.Change, error) {
 		var ev streams.OLTUpserted
 		if err := streams.DecodeData(env, &ev); err != nil {
 			return projection.Change{}, err
+		}
+		// The field rules of the API (package configrules): an OLT event
+		// that breaks them is dead-lettered, as by every consumer.
+		if err := configrules.OLT(ev); err != nil {
+			return projection.Change{}, fmt.Errorf("%w: %s %.64q refused: %v", streams.ErrMalformed, env.Type, ev.ID, err)
 		}
 		if ev.Enabled {
 			return a.watermarkOnly(m, env), nil

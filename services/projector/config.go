@@ -65,6 +65,10 @@ type Config struct {
 
 	// clock, in tests, is the pruner's clock (time.Now when nil).
 	clock func() time.Time
+	// acceptUndispatched, in tests that publish work without a NodeDue,
+	// applies the varbind batches and execution events of executions the
+	// planner never dispatched (trust.go); the other checks stay.
+	acceptUndispatched bool
 	// afterCommit, in tests, runs between a group's commit and its publish
 	// (a crash there is what pending_events is for).
 	afterCommit func()

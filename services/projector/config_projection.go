@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/facho-olt/facho/pkg/configrules"
 	"github.com/facho-olt/facho/pkg/jsrouter"
 	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/streams"
@@ -36,6 +37,9 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 		if err := needID(env, e.ID); err != nil {
 			return projection.Change{}, err
 		}
+		if err := p.refuseBroken(env, e.ID, configrules.Brand(e)); err != nil {
+			return projection.Change{}, err
+		}
 		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO brands (id, name, description, index_scheme, updated_at) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description,
@@ -49,6 +53,9 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 			return projection.Change{}, err
 		}
 		if err := needID(env, e.ID); err != nil {
+			return projection.Change{}, err
+		}
+		if err := p.refuseBroken(env, e.ID, configrules.OIDEvent(e)); err != nil {
 			return projection.Change{}, err
 		}
 		dec, err := json.Marshal(e.Decoder)
@@ -88,6 +95,9 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 		if err := needID(env, e.ID); err != nil {
 			return projection.Change{}, err
 		}
+		if err := p.refuseBroken(env, e.ID, configrules.OLT(e)); err != nil {
+			return projection.Change{}, err
+		}
 		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			// An OLT event ends an auto-disable: the OLT is as it says.
 			_, err := tx.Exec(ctx, `INSERT INTO olts (id, name, ip, port, brand_id, enabled, description, deleted, updated_at, disabled_reason, disabled_at)
@@ -116,6 +126,9 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 			return projection.Change{}, err
 		}
 		if err := needID(env, e.ID); err != nil {
+			return projection.Change{}, err
+		}
+		if err := p.refuseBroken(env, e.ID, configrules.Job(e)); err != nil {
 			return projection.Change{}, err
 		}
 		oidIDs := e.OIDIDs
@@ -284,6 +297,17 @@ func (p *projector) decodeConfig(m jsrouter.Msg) (projection.Change, error) {
 }
 
 // nullText is a text column's value: NULL for an empty (or blank) text.
+// refuseBroken refuses (dead-letters, with the reason) a configuration
+// event that breaks the field rules the API applies (package configrules):
+// whoever published it, it is not stored.
+func (p *projector) refuseBroken(env streams.Envelope, id string, ruleErr error) error {
+	if ruleErr == nil {
+		return nil
+	}
+	p.metrics.refused.WithLabelValues(RefuseConfigRule).Inc()
+	return fmt.Errorf("%w: %s %.64q refused: %v", streams.ErrMalformed, env.Type, id, ruleErr)
+}
+
 func nullText(s string) any {
 	if s = pgText(s); s == "" {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,7 +28,9 @@ import (
 //     recorded dead letters and projects the success as FAILED.
 //
 // An execution that failed or was interrupted keeps its state and error;
-// dead_lettered_batches counts the lost batches in every case.
+// dead_lettered_batches counts the lost batches in every case. A batch
+// the projector refused (trust.go) counts nowhere: it names an execution
+// it may not belong to.
 
 // decodeDeadLetter turns one dead letter of projector-varbinds into its
 // change; one that names no execution has nothing to change.
@@ -37,6 +40,12 @@ func (p *projector) decodeDeadLetter(m jsrouter.Msg) (projection.Change, error) 
 		return projection.Change{}, err
 	}
 	if dl.ExecutionID == "" || dl.Consumer != streams.ConsumerProjectorVarbinds {
+		return projection.Change{}, nil
+	}
+	if strings.HasPrefix(dl.Reason, RefusedPrefix) {
+		// Refused (trust.go): not known to be the execution's readings (a
+		// forged or replayed batch may name any execution), so it fails
+		// nothing; the dead letter and facho_projector_refused_total say it.
 		return projection.Change{}, nil
 	}
 	return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {

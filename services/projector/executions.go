@@ -45,23 +45,51 @@ func rank(status string) int {
 // decodeNodeDue records a due node as a PENDING execution, unless the
 // execution is already known (a lifecycle event may be projected first:
 // the streams are independent); then only the queue fields are filled in.
+// The chained executions of a composite node are recorded alike (with the
+// kind of their job and no node id): the row says the planner dispatched
+// them (trust.go).
 func (p *projector) decodeNodeDue(m jsrouter.Msg) (projection.Change, error) {
 	_, n, err := streams.Decode[streams.NodeDue](m.Data)
 	if err != nil {
 		return projection.Change{}, err
 	}
-	var scheduled *time.Time
-	if !n.ScheduledAt.IsZero() {
-		scheduled = &n.ScheduledAt
-	}
+	dues := nodeDues(n)
 	return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, scheduled_at, node_id, kind, priority, delay_seconds, updated_at)
-			VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8, now())
-			ON CONFLICT (id) DO UPDATE SET scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
-			node_id = EXCLUDED.node_id, kind = EXCLUDED.kind, priority = EXCLUDED.priority, delay_seconds = EXCLUDED.delay_seconds`,
-			n.ExecutionID, n.JobID, n.OLTID, scheduled, n.NodeID, n.Kind, n.Priority, n.DelaySeconds)
-		return wrap(err, "record pending execution %s", n.ExecutionID)
+		for _, d := range dues {
+			_, err := tx.Exec(ctx, `INSERT INTO executions (id, job_id, olt_id, status, scheduled_at, node_id, kind, priority, delay_seconds, updated_at)
+				VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8, now())
+				ON CONFLICT (id) DO UPDATE SET scheduled_at = COALESCE(executions.scheduled_at, EXCLUDED.scheduled_at),
+				node_id = EXCLUDED.node_id, kind = EXCLUDED.kind, priority = EXCLUDED.priority, delay_seconds = EXCLUDED.delay_seconds`,
+				d.id, d.job, d.olt, d.sched, d.node, d.kind, d.prio, d.delay)
+			if err != nil {
+				return wrap(err, "record pending execution %s", d.id)
+			}
+		}
+		return nil
 	}}, nil
+}
+
+// nodeDues are the executions rows a NodeDue dispatches: its own, then
+// those of its chained nodes.
+func nodeDues(n streams.NodeDue) []due {
+	var sched *time.Time
+	if !n.ScheduledAt.IsZero() {
+		at := n.ScheduledAt // n may be reused by the caller
+		sched = &at
+	}
+	out := make([]due, 0, 1+len(n.Chain))
+	out = append(out, due{id: n.ExecutionID, job: n.JobID, olt: n.OLTID, node: n.NodeID, kind: n.Kind, prio: n.Priority, delay: n.DelaySeconds, sched: sched})
+	for _, c := range n.Chain {
+		if c.ExecutionID == "" || c.ExecutionID == n.ExecutionID {
+			continue
+		}
+		kind := c.Kind
+		if kind == "" {
+			kind = n.Kind
+		}
+		out = append(out, due{id: c.ExecutionID, job: c.JobID, olt: n.OLTID, kind: kind, prio: n.Priority, delay: n.DelaySeconds, sched: sched})
+	}
+	return out
 }
 
 // execEvent is one lifecycle event in the form of an executions row.
@@ -92,9 +120,15 @@ type getExecResult struct {
 func (p *projector) decodeExec(m jsrouter.Msg) (projection.Change, error) {
 	ev, err := decodeExecEvent(m.Data)
 	if err != nil {
+		if kind := refusalKind(err); kind != "" {
+			p.metrics.refused.WithLabelValues(kind).Inc()
+		}
 		return projection.Change{}, err
 	}
 	return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
+		if err := p.checkExecDispatched(ctx, tx, ev); err != nil {
+			return err
+		}
 		applied, err := applyExecEvent(ctx, tx, ev)
 		if err != nil {
 			return err
@@ -168,6 +202,9 @@ func decodeExecData[T any](env streams.Envelope, of func(T) execEvent) (execEven
 func checkExecEvent(typ string, ev execEvent) (execEvent, error) {
 	if ev.ID == "" || ev.JobID == "" || ev.OLTID == "" {
 		return ev, fmt.Errorf("%w: %s lacks execution_id, job_id or olt_id", streams.ErrMalformed, typ)
+	}
+	if err := checkExecValues(typ, ev); err != nil {
+		return ev, err
 	}
 	return ev, nil
 }
@@ -542,12 +579,7 @@ func decodeDues(msgs []jsrouter.Msg) ([]due, projection.BatchResult, error) {
 			continue
 		}
 		res.Applied++
-		d := due{id: n.ExecutionID, job: n.JobID, olt: n.OLTID, node: n.NodeID, kind: n.Kind, prio: n.Priority, delay: n.DelaySeconds}
-		if !n.ScheduledAt.IsZero() {
-			at := n.ScheduledAt // n is overwritten by the next message
-			d.sched = &at
-		}
-		out = append(out, d)
+		out = append(out, nodeDues(*n)...) // copies: n is overwritten by the next message
 	}
 	return out, res, nil
 }

@@ -24,6 +24,8 @@ type rig struct {
 	js   jetstream.JetStream
 	pool *pgxpool.Pool
 	reg  *prometheus.Registry
+	// strict: the projector applies only dispatched work (trust.go).
+	strict bool
 }
 
 func newRig(t *testing.T) *rig {
@@ -50,6 +52,12 @@ func (r *rig) startWith(cfg Config) (stop func()) {
 func (r *rig) runProjector(cfg Config, reg *prometheus.Registry) (stop func()) {
 	r.t.Helper()
 	cfg.NackDelay, cfg.FetchWait = 100*time.Millisecond, 100*time.Millisecond
+	// Most tests publish work without its NodeDue; the trust tests
+	// (trust_test.go) set strict.
+	cfg.acceptUndispatched = !r.strict
+	// Most tests publish work without its NodeDue; the trust tests
+	// (trust_test.go) set strict.
+	cfg.acceptUndispatched = !r.strict
 	ctx, cancel := context.WithCancel(context.Background())
 	if hook := cfg.afterCommit; hook != nil {
 		cfg.afterCommit = func() { hook(); cancel() }

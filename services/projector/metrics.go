@@ -27,6 +27,12 @@ type metrics struct {
 	varbindGroups       prometheus.Histogram
 	varbindGroupSeconds prometheus.Histogram
 	varbindOutageTries  prometheus.Counter
+	// What the projector refused to apply (trust.go), by kind.
+	refused *prometheus.CounterVec
+	// Readings older than their ONU's current state, not applied to it.
+	staleReadings prometheus.Counter
+	// Messages held because the schedule projection was behind.
+	scheduleWaits prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -46,6 +52,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		varbindsFiltered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_projector_varbinds_filtered_total",
 			Help: "Varbinds of rows that are no ONU by the index definition (a row filter, or a key pattern the row's value does not match).",
+		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_projector_refused_total",
+			Help: "Messages dead-lettered because they break what the projector applies: work never dispatched, another OLT's execution, a stale attempt, a batch published after its execution ended, impossible values, configuration field rules; by reason.",
+		}, []string{"reason"}),
+		staleReadings: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_stale_readings_total",
+			Help: "ONU readings older than the ONU's current state: not applied to it (no state change, event or history row).",
+		}),
+		scheduleWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_schedule_waits_total",
+			Help: "Times a varbind batch or execution event of an execution not known as dispatched was held because the schedule projection had not caught up.",
 		}),
 		staleExec: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_projector_stale_execution_events_total",
@@ -98,6 +116,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		jsrouter.Register(reg, &m.varbindGroups),
 		jsrouter.Register(reg, &m.varbindGroupSeconds),
 		jsrouter.Register(reg, &m.varbindOutageTries),
+		jsrouter.Register(reg, &m.refused),
+		jsrouter.Register(reg, &m.staleReadings),
+		jsrouter.Register(reg, &m.scheduleWaits),
 	)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,8 @@ type vbMsg struct {
 	Seq   uint64
 	Batch streams.VarbindBatch
 	Dec   Decoded
+	// PublishedAt is when the stream stored the batch (zero: unknown).
+	PublishedAt time.Time
 }
 
 // decodeVarbindMsg decodes and checks one varbind batch; an error wraps
@@ -36,6 +38,9 @@ func decodeVarbindMsg(subject string, seq uint64, data []byte) (vbMsg, error) {
 	d, err := DecodeBatch(b)
 	if err != nil {
 		return vbMsg{}, err
+	}
+	if r := checkPhysics(b, d); r != nil {
+		return vbMsg{}, r
 	}
 	return vbMsg{Seq: seq, Batch: b, Dec: d}, nil
 }
@@ -136,9 +141,11 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 	}
 	perMsg := make([][]onuChange, len(ms))
 	seen := walkSeen{}
+	stale := 0
 	for i, m := range ms {
-		perMsg[i] = mergeMessage(rows, m, seen)
+		perMsg[i] = mergeMessage(rows, m, seen, &stale)
 	}
+	p.metrics.staleReadings.Add(float64(stale))
 	dirty := 0
 	for _, r := range rows {
 		if r.Dirty {
@@ -219,7 +226,10 @@ func (p *projector) applySegment(ctx context.Context, tx pgx.Tx, olt string, ms 
 // mergeMessage overlays one message on the rows (creating the ONUs it
 // discovers), records what it read in seen when its walk ends with
 // checks, and returns its changes. Only a changed row is marked dirty.
-func mergeMessage(rows map[ONUKey]*storedONU, m vbMsg, seen walkSeen) []onuChange {
+// A reading older than the ONU's current state (collected before its
+// last change) does not move that state back: it changes nothing and is
+// counted in stale; what the walk read is still recorded.
+func mergeMessage(rows map[ONUKey]*storedONU, m vbMsg, seen walkSeen, stale *int) []onuChange {
 	b := m.Batch
 	attempt, track := rxReader(b), tracksWalk(b)
 	collected := b.CollectedAt.UTC()
@@ -240,6 +250,10 @@ func mergeMessage(rows map[ONUKey]*storedONU, m vbMsg, seen walkSeen) []onuChang
 			seen.add(attempt, m.Seq, k, f.RxPowerSet)
 		}
 		existed := r.Stored || r.Dirty
+		if existed && collected.Before(r.LastSeen) {
+			*stale++
+			continue
+		}
 		old := r.State
 		cur := merge(old, existed, f)
 		switch {

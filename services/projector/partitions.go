@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/facho-olt/facho/pkg/projection"
 	"github.com/facho-olt/facho/pkg/telemetry"
 	"github.com/facho-olt/facho/streams"
 )
@@ -259,7 +258,7 @@ func (p *projector) leadPartition(ctx context.Context, b *balance, i int, durabl
 	}
 	defer unlockAdvisory(ctx, conn, `SELECT pg_advisory_unlock($1)`, key)
 	l := &varbindLoop{p: p, js: p.js, db: p.db, consumer: durable, logical: streams.ConsumerProjectorVarbinds,
-		partition: i, partitions: b.n, health: projection.Health(p.db)}
+		partition: i, partitions: b.n, health: p.health}
 	var lastAsk time.Time
 	l.yield = func() bool {
 		if time.Since(lastAsk) < 5*time.Second {

@@ -233,7 +233,7 @@ jobs:
 			wantFiltered++
 		}
 	}
-	if got := counterValue(t, r, "facho_projector_varbinds_filtered_total"); got != float64(wantFiltered) {
+	if got := counterValue(t, r.reg, "facho_projector_varbinds_filtered_total"); got != float64(wantFiltered) {
 		t.Errorf("facho_projector_varbinds_filtered_total %v, want %d", got, wantFiltered)
 	}
 	var unplaced int
@@ -261,20 +261,3 @@ jobs:
 	}
 }
 
-// counterValue is the value of a counter without labels of the rig's
-// registry (0 when absent).
-func counterValue(t *testing.T, r *rig, name string) float64 {
-	t.Helper()
-	mfs, err := r.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}

@@ -31,6 +31,12 @@ type projector struct {
 	log     zerolog.Logger
 	metrics *metrics
 	outbox  *outbox
+	// health tells an outage (the database, or the schedule projection
+	// behind) from a message's own failure.
+	health func(ctx context.Context, cause error) error
+	// barriers: how far the schedule projection must get before an
+	// execution not known as dispatched is refused (trust.go).
+	barriers barriers
 }
 
 // Run projects the five consumers (the varbind batches in groups) until ctx ends, then returns nil.
@@ -51,6 +57,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			Msg("the database pool may be too small for the varbind partitions and workers: raise pool_max_conns")
 	}
 	p := &projector{cfg: cfg, js: deps.JS, db: deps.DB, log: deps.Log, metrics: m}
+	p.health = projectorHealth(deps.DB)
 	p.outbox = &outbox{js: deps.JS, db: deps.DB, batch: cfg.OutboxBatch, timeout: cfg.PublishTimeout}
 
 	router, err := jsrouter.New(deps.JS, jsrouter.Config{
@@ -60,7 +67,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		Registry:         deps.Registry,
 		// A database outage holds messages without counting toward the
 		// delivery bound; see pkg/jsrouter.
-		Health: projection.Health(deps.DB),
+		// So is a message held until the schedule projection catches up
+		// (trust.go).
+		Health: p.health,
 	})
 	if err != nil {
 		return fmt.Errorf("projector: %w", err)

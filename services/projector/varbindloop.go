@@ -92,7 +92,7 @@ func (p *projector) runVarbinds(ctx context.Context) error {
 		return p.runPartitions(ctx)
 	}
 	l := &varbindLoop{p: p, js: p.js, db: p.db, consumer: streams.ConsumerProjectorVarbinds, logical: streams.ConsumerProjectorVarbinds,
-		partitions: 1, health: projection.Health(p.db)}
+		partitions: 1, health: p.health}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := l.holdAndLead(ctx)
@@ -211,9 +211,14 @@ func (l *varbindLoop) collect(ctx context.Context, batch jetstream.MessageBatch)
 		}
 		msg, err := decodeVarbindMsg(m.Subject(), meta.Sequence.Stream, m.Data())
 		if err != nil {
-			l.deadLetter(ctx, m, err.Error())
+			if l.deadLetter(ctx, m, err.Error()) {
+				if kind := refusalKind(err); kind != "" {
+					l.p.metrics.refused.WithLabelValues(kind).Inc()
+				}
+			}
 			continue
 		}
+		msg.PublishedAt = meta.Timestamp
 		items = append(items, groupItem{msg: msg, raw: m})
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
@@ -290,6 +295,7 @@ func (l *varbindLoop) recover(ctx context.Context, cons jetstream.Consumer) erro
 		if err != nil {
 			continue // malformed: dead-lettered when it is redelivered
 		}
+		msg.PublishedAt = raw.Time
 		items = append(items, groupItem{msg: msg})
 		if len(items) >= l.p.cfg.GroupMessages {
 			if err := flush(); err != nil {
@@ -376,10 +382,11 @@ func (l *varbindLoop) applyPart(ctx context.Context, worker int, part []groupIte
 	failures := 0
 	backoff := 100 * time.Millisecond
 	for {
-		events, applied, err := l.applyTx(ctx, worker, part)
+		events, applied, refused, err := l.applyTx(ctx, worker, part)
 		if err == nil {
 			l.p.metrics.varbindMessages.WithLabelValues("applied").Add(float64(applied))
-			l.p.metrics.varbindMessages.WithLabelValues("skipped").Add(float64(len(part) - applied))
+			l.p.metrics.varbindMessages.WithLabelValues("skipped").Add(float64(len(part) - applied - len(refused)))
+			l.deadLetterRefused(ctx, part, refused)
 			if l.p.cfg.afterCommit != nil {
 				l.p.cfg.afterCommit()
 			}
@@ -396,6 +403,12 @@ func (l *varbindLoop) applyPart(ctx context.Context, worker int, part []groupIte
 		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		herr := l.health(hctx, err)
 		cancel()
+		if herr != nil && errors.Is(err, errScheduleBehind) {
+			l.p.log.Info().Str(telemetry.KeyConsumer, l.consumer).Int("messages", len(part)).Msg("holding varbind batches until the schedule projection catches up")
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
 		if herr != nil && !errors.Is(err, errPoison) {
 			l.p.metrics.varbindOutageTries.Inc()
 			l.p.log.Warn().Err(err).Str(telemetry.KeyConsumer, l.consumer).Int("messages", len(part)).Msg("database unavailable; holding varbind batches")
@@ -431,9 +444,26 @@ func (l *varbindLoop) applyPart(ctx context.Context, worker int, part []groupIte
 	}
 }
 
+// deadLetterRefused dead-letters the refused messages of a committed
+// part. One read at start (no handle) or whose dead letter failed is left
+// unacked: its redelivery is screened again.
+func (l *varbindLoop) deadLetterRefused(ctx context.Context, part []groupItem, refused map[uint64]*refusal) {
+	for i := range part {
+		r := refused[part[i].msg.Seq]
+		if r == nil {
+			continue
+		}
+		if part[i].raw == nil || !l.deadLetter(ctx, part[i].raw, r.Error()) {
+			part[i].leave = true
+			continue
+		}
+		l.p.metrics.refused.WithLabelValues(r.kind).Inc()
+	}
+}
+
 // applyTx is one try of a worker's share. A panic while applying is a
 // poison message, not a crash.
-func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem) (events []outboxRow, applied int, err error) {
+func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem) (events []outboxRow, applied int, refused map[uint64]*refusal, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: panic: %v\n%s", errPoison, r, debug.Stack())
@@ -475,13 +505,24 @@ func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem)
 			return fmt.Errorf("read olt checkpoints of %s: %w", l.logical, err)
 		}
 		todo := make([]vbMsg, 0, len(part))
-		moved := map[string]int64{}
 		for _, it := range part {
 			if int64(it.msg.Seq) <= olts[it.msg.Batch.OLTID] {
 				continue
 			}
 			todo = append(todo, it.msg)
-			moved[it.msg.Batch.OLTID] = max(moved[it.msg.Batch.OLTID], int64(it.msg.Seq))
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		// What may not be applied (trust.go) is left out, and dead-lettered
+		// after the commit; its sequence does not move the checkpoint.
+		todo, refused, err = l.p.screen(ctx, tx, todo)
+		if err != nil {
+			return err
+		}
+		moved := map[string]int64{}
+		for _, m := range todo {
+			moved[m.Batch.OLTID] = max(moved[m.Batch.OLTID], int64(m.Seq))
 		}
 		if len(todo) == 0 {
 			return nil
@@ -507,9 +548,9 @@ func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem)
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("project %d varbind batches: %w", len(part), err)
+		return nil, 0, nil, fmt.Errorf("project %d varbind batches: %w", len(part), err)
 	}
-	return events, applied, nil
+	return events, applied, refused, nil
 }
 
 // publish sends a committed transaction's events and clears the worker's
