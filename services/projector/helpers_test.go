@@ -133,7 +133,7 @@ func (r *rig) waitAckFloor(stream, consumer string, seq uint64) {
 
 func (r *rig) eventually(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			r.t.Fatalf("timed out waiting for %s", what)
