@@ -137,6 +137,7 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 		mk(StreamDLQ, SubjectsDLQ, "dead letters: messages a consumer could not process, with the reason", o.EventsMaxAge),
 		mk(StreamOLT, SubjectsOLT, "OLT state events: availability", o.EventsMaxAge),
 		mk(StreamAlert, SubjectsAlert, "alerts: firing, resolved, acknowledged", o.EventsMaxAge),
+		mk(StreamTrap, SubjectsTrap, "SNMP traps of the OLTs: raw and decoded", o.EventsMaxAge),
 		mk(StreamNotify, SubjectsNotify, "notifications: quota violations, disabled OLTs, repeated failures (also sent to webhooks)", o.EventsMaxAge),
 	})
 }
@@ -264,6 +265,7 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamAlert, ConsumerAlerterAcks, SubjectsAlertAcknowledged, "alerter: acknowledgements", ProjectionAckWait, 10)),
 		ordered(mk(StreamAlert, ConsumerAlerterAlerts, SubjectsAlert, "alerter: alerts read model", ProjectionAckWait, 10)),
 		ordered(mk(StreamOLT, ConsumerProjectorOLT, SubjectsOLTAvailability, "projector: olt_availability", ProjectionAckWait, 10)),
+		ordered(mk(StreamTrap, ConsumerProjectorTraps, SubjectsTrap, "projector: traps read model, ONU status from traps", ProjectionAckWait, 10)),
 	)
 }
 

@@ -57,6 +57,8 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 		return "facho.config.silence.{id}", true
 	case TypeOLTAvailability:
 		return "facho.olt.{olt_id}.availability", true
+	case TypeTrapReceived, TypeTrapDecoded:
+		return "facho.trap.{olt_id}", true
 	case TypeAlertFiring:
 		return "facho.alert.*." + AlertStateFiring, true
 	case TypeAlertResolved:
