@@ -44,6 +44,7 @@ type Profile struct {
 	SNMP        streams.SNMPTuning `yaml:"snmp,omitempty" json:"snmp,omitzero"`
 	Columns     []Column           `yaml:"columns" json:"columns"`
 	Jobs        []Job              `yaml:"jobs" json:"jobs"`
+	Traps       Traps              `yaml:"traps,omitempty" json:"traps,omitempty"`
 	// Source is where the profile was loaded from ("builtin:huawei.yaml",
 	// a file path).
 	Source string `yaml:"-" json:"source"`
