@@ -263,6 +263,8 @@ func (s *server) routes() (http.Handler, error) {
 	api("POST /api/v1/silences", s.createSilence)
 	api("DELETE /api/v1/silences/{id}", s.deleteSilence)
 	api("GET /api/v1/olts/{id}/pons", s.listPONs)
+	// The OLT's last traps (traps.go).
+	api("GET /api/v1/olts/{id}/traps", s.listTraps)
 
 	api("GET /api/v1/users", s.listUsers)
 	api("POST /api/v1/users", s.createUser)

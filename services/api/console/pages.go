@@ -36,6 +36,9 @@ type oltView struct {
 	// PONs: ONUs total / online / down per PON with their firing alerts.
 	PONs    []ponView
 	PONsErr string
+	// Traps: the OLT's last traps (traps.go).
+	Traps    []map[string]any
+	TrapsErr string
 }
 
 func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
@@ -93,6 +96,7 @@ func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ov.PONs, ov.PONsErr = c.oltPONs(r, id)
+	ov.Traps, ov.TrapsErr = c.oltTraps(r, id)
 	for _, x := range anySlice(c.call(r.Context(), http.MethodGet, "/api/v1/executions?limit=25&olt_id="+url.QueryEscape(id), nil).Body["executions"]) {
 		if m, ok := x.(map[string]any); ok {
 			ov.Executions = append(ov.Executions, m)
