@@ -1,4 +1,4 @@
-// Command trapd receives the OLTs' SNMP traps and informs and publishes
+// Command facho-trapd receives the OLTs' SNMP traps and informs and publishes
 // them (raw, and decoded where the vendor profile maps them) on
 // facho.trap.<olt_id>.
 package main
@@ -12,7 +12,7 @@ import (
 	"github.com/facho-olt/facho/services/trapd"
 )
 
-func main() { servicemain.Main("trapd", run) }
+func main() { servicemain.Main("facho-trapd", run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg trapd.Config
