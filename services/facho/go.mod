@@ -13,6 +13,7 @@ replace (
 	github.com/facho-olt/facho/services/planner => ../planner
 	github.com/facho-olt/facho/services/poller => ../poller
 	github.com/facho-olt/facho/services/projector => ../projector
+	github.com/facho-olt/facho/services/trapd => ../trapd
 	github.com/facho-olt/facho/streams => ../../streams
 )
 
@@ -27,6 +28,7 @@ require (
 	github.com/facho-olt/facho/services/planner v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/poller v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/projector v0.0.0-00010101000000-000000000000
+	github.com/facho-olt/facho/services/trapd v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/streams v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
