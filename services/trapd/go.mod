@@ -12,6 +12,7 @@ replace github.com/facho-olt/facho/services/oltsim => ../oltsim
 
 require (
 	github.com/facho-olt/facho/pkg v0.0.0-00010101000000-000000000000
+	github.com/facho-olt/facho/services/oltsim v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/streams v0.0.0-00010101000000-000000000000
 	github.com/gosnmp/gosnmp v1.47.0
 	github.com/nats-io/nats.go v1.55.0
