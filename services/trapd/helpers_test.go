@@ -36,7 +36,7 @@ type env struct {
 	addr *net.UDPAddr // the receiver's socket
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	js := jstest.Start(t, streams.Options{}, jstest.WithAuth())
 	key, err := secret.NewKey()
@@ -92,7 +92,7 @@ func (e *env) start(t testing.TB, cfg Config) {
 	listening := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, cfg, Deps{JS: js, Box: e.box, Log: zerolog.New(zerolog.NewTestWriter(t.(*testing.T))), Registry: e.reg, Listening: func(a net.Addr) { listening <- a }})
+		done <- Run(ctx, cfg, Deps{JS: js, Box: e.box, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Registry: e.reg, Listening: func(a net.Addr) { listening <- a }})
 	}()
 	select {
 	case a := <-listening:
