@@ -21,6 +21,12 @@ type Config struct {
 	ProfilesDir string
 	// Readers is how many goroutines read the socket; default 2.
 	Readers int
+	// Handlers is how many goroutines decode and publish what the readers
+	// queued; default 4.
+	Handlers int
+	// QueueBytes bounds the datagrams read and not yet handled; default
+	// 32 MiB (about 100,000 traps).
+	QueueBytes int
 	// MaxPacket bounds a datagram in bytes; default 8192.
 	MaxPacket int
 	// Rate and Burst are each source's token bucket (traps/s, traps);
@@ -57,6 +63,12 @@ func (c Config) WithDefaults() Config {
 	if c.Readers == 0 {
 		c.Readers = 2
 	}
+	if c.Handlers == 0 {
+		c.Handlers = 4
+	}
+	if c.QueueBytes == 0 {
+		c.QueueBytes = 32 << 20
+	}
 	if c.MaxPacket == 0 {
 		c.MaxPacket = 8192
 	}
@@ -89,6 +101,12 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Readers < 1 || c.Readers > 64 {
 		errs = append(errs, fmt.Errorf("readers %d: want 1..64", c.Readers))
+	}
+	if c.Handlers < 1 || c.Handlers > 256 {
+		errs = append(errs, fmt.Errorf("handlers %d: want 1..256", c.Handlers))
+	}
+	if c.QueueBytes < 1<<16 || c.QueueBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("queue bytes %d: want 64 KiB..1 GiB", c.QueueBytes))
 	}
 	if c.MaxPacket < 484 || c.MaxPacket > 65535 {
 		errs = append(errs, fmt.Errorf("max packet %d: want 484..65535 bytes", c.MaxPacket))

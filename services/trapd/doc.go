@@ -8,10 +8,14 @@
 //	    (source IP -> OLTs with their opened communities and the trap
 //	    decoder of their vendor profile; an immutable snapshot swapped on
 //	    each change)
-//	UDP socket (FACHO_TRAP_ADDR, :162) --> readers (Readers goroutines)
+//	UDP socket (FACHO_TRAP_ADDR, :162) --> readers (Readers goroutines,
+//	    up to 64 datagrams per recvmmsg), screening on the source alone:
 //	    packet > MaxPacket                     --> dropped: too_large
 //	    per-source token bucket empty          --> dropped: rate_limited
 //	    source IP not a configured OLT         --> dropped: unknown_source
+//	    handlers QueueBytes behind             --> dropped: backlog
+//	--> queue (one handler per source: its traps stay in order)
+//	--> handlers (Handlers goroutines):
 //	    BER that does not decode               --> dropped: malformed
 //	    SNMPv3 / a PDU that is no trap         --> dropped: unsupported
 //	    community not the OLT's                --> dropped: bad_community

@@ -15,6 +15,7 @@ const (
 	dropUnsupported   = "unsupported"
 	dropBadCommunity  = "bad_community"
 	dropPublish       = "publish_failed"
+	dropBacklog       = "backlog"
 )
 
 // Undecoded reasons (facho_trapd_undecoded_total{reason}): published raw
@@ -26,15 +27,19 @@ const (
 )
 
 type metrics struct {
-	received  *prometheus.CounterVec
-	dropped   *prometheus.CounterVec
-	undecoded *prometheus.CounterVec
-	decoded   *prometheus.CounterVec
-	published *prometheus.CounterVec
-	acked     prometheus.Counter
-	handle    prometheus.Histogram
-	olts      prometheus.Gauge
-	sources   prometheus.GaugeFunc
+	// receivedDropped and droppedBy are the series of the hot path
+	// (a flood), resolved once.
+	receivedDropped prometheus.Counter
+	droppedBy       map[string]prometheus.Counter
+	received        *prometheus.CounterVec
+	dropped         *prometheus.CounterVec
+	undecoded       *prometheus.CounterVec
+	decoded         *prometheus.CounterVec
+	published       *prometheus.CounterVec
+	acked           prometheus.Counter
+	handle          prometheus.Histogram
+	olts            prometheus.Gauge
+	sources         prometheus.GaugeFunc
 }
 
 func newMetrics(reg prometheus.Registerer, sources func() float64) (*metrics, error) {
@@ -42,7 +47,7 @@ func newMetrics(reg prometheus.Registerer, sources func() float64) (*metrics, er
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_trapd_received_total",
 			Help: "Datagrams read from the trap socket, by SNMP version of those accepted (v1, v2c, v2c-inform) or \"dropped\"."}, []string{"version"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_trapd_dropped_total",
-			Help: "Traps dropped, by reason: too_large, rate_limited, unknown_source, malformed, unsupported, bad_community, publish_failed."}, []string{"reason"}),
+			Help: "Traps dropped, by reason: too_large, rate_limited, unknown_source, malformed, unsupported, bad_community, backlog (the handlers behind by QueueBytes), publish_failed."}, []string{"reason"}),
 		undecoded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_trapd_undecoded_total",
 			Help: "Accepted traps published raw only, by reason: no_profile (the OLT's brand has no trap map), unmapped (the trap OID is not in it), invalid (mapped, but the trap lacks what the map reads)."}, []string{"reason"}),
 		decoded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "facho_trapd_decoded_total",
@@ -64,8 +69,19 @@ func newMetrics(reg prometheus.Registerer, sources func() float64) (*metrics, er
 			return nil, fmt.Errorf("trapd metrics: %w", err)
 		}
 	}
-	for _, r := range []string{dropTooLarge, dropRateLimited, dropUnknownSource, dropMalformed, dropUnsupported, dropBadCommunity, dropPublish} {
-		m.dropped.WithLabelValues(r)
+	m.receivedDropped = m.received.WithLabelValues("dropped")
+	m.droppedBy = map[string]prometheus.Counter{}
+	for _, r := range []string{dropTooLarge, dropRateLimited, dropUnknownSource, dropMalformed, dropUnsupported, dropBadCommunity, dropPublish, dropBacklog} {
+		m.droppedBy[r] = m.dropped.WithLabelValues(r)
 	}
 	return m, nil
+}
+
+// drop counts a dropped datagram.
+func (m *metrics) drop(reason string) {
+	if c, ok := m.droppedBy[reason]; ok {
+		c.Inc()
+		return
+	}
+	m.dropped.WithLabelValues(reason).Inc()
 }

@@ -115,7 +115,7 @@ func (p *publisher) wait(ctx context.Context, f jetstream.PubAckFuture, m outMsg
 		}
 		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
 	}
-	p.m.dropped.WithLabelValues(dropPublish).Inc()
+	p.m.drop(dropPublish)
 	p.log.Warn().Err(err).Str("event_id", m.id).Msg("trap event not published")
 	return false
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gosnmp/gosnmp"
 	"github.com/rs/zerolog"
+	"golang.org/x/net/ipv4"
 
 	"github.com/facho-olt/facho/pkg/profiles"
 	"github.com/facho-olt/facho/streams"
@@ -42,6 +43,8 @@ type receiver struct {
 	pub  *publisher
 	now  func() time.Time
 	seq  atomic.Uint64
+	// queued is the bytes of the datagrams read and not yet handled.
+	queued atomic.Int64
 }
 
 // verdict is what became of one datagram.
@@ -58,17 +61,33 @@ type verdict struct {
 // accept decides about one datagram from src; oversize says it filled the
 // read buffer. g is the reader's own gosnmp value (one per goroutine).
 func (r *receiver) accept(g *gosnmp.GoSNMP, pkt []byte, oversize bool, src netip.AddrPort, now time.Time) verdict {
+	cands, v := r.screen(oversize, src, now)
+	if v.drop != "" {
+		return v
+	}
+	return r.decode(g, pkt, cands, src, now)
+}
+
+// screen is what the reader decides before any decoding, on the source
+// address alone: the size, the source's bucket, whether it is an OLT.
+func (r *receiver) screen(oversize bool, src netip.AddrPort, now time.Time) ([]*oltEntry, verdict) {
 	addr := src.Addr().Unmap()
 	switch {
 	case oversize:
-		return verdict{drop: dropTooLarge, detail: fmt.Sprintf("datagram over %d bytes", r.cfg.MaxPacket)}
+		return nil, verdict{drop: dropTooLarge, detail: fmt.Sprintf("datagram over %d bytes", r.cfg.MaxPacket)}
 	case !r.lim.allow(addr, now):
-		return verdict{drop: dropRateLimited}
+		return nil, verdict{drop: dropRateLimited}
 	}
 	cands := r.dir.cur.Load().lookup(addr)
 	if len(cands) == 0 {
-		return verdict{drop: dropUnknownSource}
+		return nil, verdict{drop: dropUnknownSource}
 	}
+	return cands, verdict{}
+}
+
+// decode reads a screened datagram: BER, version, community, bounds, the
+// profile's meaning.
+func (r *receiver) decode(g *gosnmp.GoSNMP, pkt []byte, cands []*oltEntry, src netip.AddrPort, now time.Time) verdict {
 	p, err := unmarshal(g, pkt)
 	if err != nil {
 		return verdict{drop: dropMalformed, detail: bounded(err.Error())}
@@ -250,28 +269,73 @@ func (r *receiver) logDrop(reason string, src netip.AddrPort, olt, detail string
 	ev.Msg("trap not published")
 }
 
-// serve reads the socket with cfg.Readers goroutines until ctx ends.
+// shard is the handler of a source address.
+func shard(a netip.Addr, n int) int {
+	b := a.Unmap().As16()
+	h := uint32(2166136261)
+	for _, x := range b {
+		h = (h ^ uint32(x)) * 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// serve reads the socket with cfg.Readers goroutines and handles what
+// they queue with cfg.Handlers goroutines until ctx ends.
 func (r *receiver) serve(ctx context.Context, conn *net.UDPConn) {
+	jobs := make([]chan job, r.cfg.Handlers)
+	for i := range jobs {
+		jobs[i] = make(chan job, queueSlots/r.cfg.Handlers)
+	}
 	done := make(chan struct{})
 	for range r.cfg.Readers {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			r.read(ctx, conn)
+			r.read(ctx, conn, jobs)
+		}()
+	}
+	for i := range r.cfg.Handlers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			r.work(ctx, conn, jobs[i])
 		}()
 	}
 	<-ctx.Done()
 	_ = conn.Close()
-	for range r.cfg.Readers {
+	for range r.cfg.Readers + r.cfg.Handlers {
 		<-done
 	}
 }
 
-// read is one reader: a datagram at a time, handled on this goroutine.
-func (r *receiver) read(ctx context.Context, conn *net.UDPConn) {
-	buf := make([]byte, r.cfg.MaxPacket+1)
-	g := &gosnmp.GoSNMP{}
+// queueSlots bounds the queued datagrams by count (QueueBytes bounds
+// their bytes).
+const queueSlots = 1 << 16
+
+// readBatch is how many datagrams one read takes from the socket
+// (recvmmsg where the platform has it): a flood costs one system call per
+// batch, not per datagram.
+const readBatch = 64
+
+// job is a screened datagram waiting for a handler.
+type job struct {
+	pkt   []byte
+	src   netip.AddrPort
+	cands []*oltEntry
+	at    time.Time
+}
+
+// read is one reader: up to readBatch datagrams per read, screened on
+// their source (a flood is shed here, before any decoding) and queued for
+// the handlers. The queue is bounded in bytes (QueueBytes): a datagram
+// beyond it is dropped (backlog), so a burst waits in memory rather than
+// overflowing the socket's buffer while the handlers publish.
+func (r *receiver) read(ctx context.Context, conn *net.UDPConn, jobs []chan job) {
+	pc := ipv4.NewPacketConn(conn)
+	msgs := make([]ipv4.Message, readBatch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, r.cfg.MaxPacket+1)}
+	}
 	for {
-		n, src, err := conn.ReadFromUDPAddrPort(buf)
+		n, err := pc.ReadBatch(msgs, 0)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
@@ -279,23 +343,66 @@ func (r *receiver) read(ctx context.Context, conn *net.UDPConn) {
 			r.log.Warn().Err(err).Msg("read the trap socket")
 			continue
 		}
-		start := time.Now()
 		now := r.now()
-		v := r.accept(g, buf[:n], n > r.cfg.MaxPacket, src, now)
-		if v.drop != "" {
-			r.m.received.WithLabelValues("dropped").Inc()
-			r.m.dropped.WithLabelValues(v.drop).Inc()
-			r.logDrop(v.drop, src, v.olt, v.detail, now)
-			continue
-		}
-		r.m.received.WithLabelValues(v.received.Version).Inc()
-		// An inform is acknowledged once JetStream stored its events
-		// (publisher.settle): one not stored is sent again by the OLT.
-		r.pub.trap(ctx, v, func(ack []byte) {
-			if _, err := conn.WriteToUDPAddrPort(ack, src); err == nil {
-				r.m.acked.Inc()
+		for i := range n {
+			m := &msgs[i]
+			ua, ok := m.Addr.(*net.UDPAddr)
+			if !ok {
+				continue
 			}
-		})
-		r.m.handle.Observe(time.Since(start).Seconds())
+			src := ua.AddrPort()
+			cands, v := r.screen(m.N > r.cfg.MaxPacket, src, now)
+			if v.drop == "" && r.queued.Add(int64(m.N)) > int64(r.cfg.QueueBytes) {
+				r.queued.Add(-int64(m.N))
+				v.drop, v.detail = dropBacklog, fmt.Sprintf("handlers %d bytes behind", r.cfg.QueueBytes)
+			}
+			if v.drop != "" {
+				r.dropped(v, src, now)
+				continue
+			}
+			// One source's datagrams go to one handler, in the order read:
+			// an ONU's down and up traps are published in that order.
+			select {
+			case jobs[shard(src.Addr(), len(jobs))] <- job{pkt: append([]byte(nil), m.Buffers[0][:m.N]...), src: src, cands: cands, at: now}:
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
+}
+
+// work is one handler: decodes and publishes queued datagrams.
+func (r *receiver) work(ctx context.Context, conn *net.UDPConn, jobs <-chan job) {
+	g := &gosnmp.GoSNMP{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-jobs:
+			r.queued.Add(-int64(len(j.pkt)))
+			start := time.Now()
+			v := r.decode(g, j.pkt, j.cands, j.src, j.at)
+			if v.drop != "" {
+				r.dropped(v, j.src, j.at)
+				continue
+			}
+			r.m.received.WithLabelValues(v.received.Version).Inc()
+			// An inform is acknowledged once JetStream stored its events
+			// (publisher.settle): one not stored is sent again by the OLT.
+			src := j.src
+			r.pub.trap(ctx, v, func(ack []byte) {
+				if _, err := conn.WriteToUDPAddrPort(ack, src); err == nil {
+					r.m.acked.Inc()
+				}
+			})
+			r.m.handle.Observe(time.Since(start).Seconds())
+		}
+	}
+}
+
+// dropped counts and logs (throttled) a dropped datagram.
+func (r *receiver) dropped(v verdict, src netip.AddrPort, now time.Time) {
+	r.m.receivedDropped.Inc()
+	r.m.drop(v.drop)
+	r.logDrop(v.drop, src, v.olt, v.detail, now)
 }
