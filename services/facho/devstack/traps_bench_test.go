@@ -24,11 +24,17 @@ import (
 // whole system (oltsim -> UDP -> trapd -> FACHO_TRAP -> projector ->
 // onu_data): measured when the onu.changed of source trap, which the
 // projector publishes right after the commit, is read (an upper bound of
-// the commit). One ONU at a time, every 20 ms, up to 256 ONUs of one OLT
-// (b.N rounds of 64):
+// the commit). One ONU at a time, up to 256 ONUs of one OLT
+// (b.N rounds of 64), at 10 and at 50 traps/s:
 //
-//	go test -run '^$' -bench TrapToStatus -benchtime 4x ./services/facho/devstack/
+//	go test -run '^$' -bench TrapToStatus -benchtime 2x ./services/facho/devstack/
 func BenchmarkTrapToStatus(b *testing.B) {
+	for _, rate := range []int{10, 50} {
+		b.Run(fmt.Sprintf("%d_per_s", rate), func(b *testing.B) { benchTrapToStatus(b, time.Second/time.Duration(rate)) })
+	}
+}
+
+func benchTrapToStatus(b *testing.B, gap time.Duration) {
 	const community, perRound = "bench-trap-community", 64
 	if b.N > 4 {
 		b.Fatal("at most 4 rounds of 64 ONUs (-benchtime 4x)")
@@ -102,7 +108,7 @@ func BenchmarkTrapToStatus(b *testing.B) {
 			if err := olt.PatchONU(o.Index, oltsim.ONUPatch{Online: ptr(false), DownCause: oltsim.DownCauseDyingGasp}); err != nil {
 				b.Fatal(err)
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(gap)
 		}
 		waitFor(b, "the round's status changes", 60*time.Second, func() (bool, string) {
 			mu.Lock()
