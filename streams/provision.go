@@ -265,7 +265,9 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamAlert, ConsumerAlerterAcks, SubjectsAlertAcknowledged, "alerter: acknowledgements", ProjectionAckWait, 10)),
 		ordered(mk(StreamAlert, ConsumerAlerterAlerts, SubjectsAlert, "alerter: alerts read model", ProjectionAckWait, 10)),
 		ordered(mk(StreamOLT, ConsumerProjectorOLT, SubjectsOLTAvailability, "projector: olt_availability", ProjectionAckWait, 10)),
-		ordered(mk(StreamTrap, ConsumerProjectorTraps, SubjectsTrap, "projector: traps read model, ONU status from traps", ProjectionAckWait, 10)),
+		// Grouped: the projector holding the trap projection applies what
+		// is waiting in one transaction (services/projector traps_loop.go).
+		grouped(mk(StreamTrap, ConsumerProjectorTraps, SubjectsTrap, "projector: traps read model, ONU status from traps", ProjectionAckWait, 10)),
 	)
 }
 

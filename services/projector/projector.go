@@ -77,13 +77,13 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	router.Handle(streams.StreamDLQ, streams.ConsumerProjectorDLQ, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeDeadLetter)))
 	// The OLTs' availability (olt_availability.go).
 	router.Handle(streams.StreamOLT, streams.ConsumerProjectorOLT, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeAvailability)))
-	// The OLTs' traps: the traps read model, an ONU's status at once
-	// (traps.go).
-	router.Handle(streams.StreamTrap, streams.ConsumerProjectorTraps, projection.Handler(deps.DB, projection.SubjectChecked(p.decodeTrap)))
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(ctx) })
 	g.Go(func() error { return p.runVarbinds(ctx) })
+	// The OLTs' traps: the traps read model, an ONU's status at once, in
+	// groups (traps.go, traps_loop.go).
+	g.Go(func() error { return p.runTraps(ctx) })
 	g.Go(func() error { return p.runHistoryPrune(ctx, deps.Registry) })
 	p.log.Info().Msg("projector running")
 	if err := g.Wait(); err != nil {

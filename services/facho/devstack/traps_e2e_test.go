@@ -68,10 +68,11 @@ func TestTrapEndToEnd(t *testing.T) {
 	waitFor(t, "the ONU polled online", 60*time.Second, func() (bool, string) { st := status(); return st == "ONLINE", st })
 	// The discovery and the first optical get have run: wait until
 	// nothing is in flight so the confirmation run is the next execution.
-	waitFor(t, "the first executions ended", 60*time.Second, func() (bool, string) {
-		var open int
-		_ = s.DB.QueryRow(ctx, `SELECT count(*) FROM executions WHERE olt_id = 'olt-t' AND status IN ('PENDING', 'RUNNING')`).Scan(&open)
-		return open == 0, fmt.Sprintf("%d open", open)
+	waitFor(t, "the first discovery and get ended", 60*time.Second, func() (bool, string) {
+		var open, jobs int
+		_ = s.DB.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status IN ('PENDING', 'RUNNING')), count(DISTINCT job_id) FILTER (WHERE status = 'SUCCESS')
+			FROM executions WHERE olt_id = 'olt-t'`).Scan(&open, &jobs)
+		return open == 0 && jobs == 2, fmt.Sprintf("%d open, %d jobs succeeded", open, jobs)
 	})
 	if err := olt.SetTrapTarget(oltsim.TrapTarget{Dest: s.TrapAddr}); err != nil {
 		t.Fatal(err)
