@@ -187,7 +187,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	apiAddr := fs.String("api", envOr(getenv, "FACHO_API_ADDR", "127.0.0.1:8080"), "API listen address")
 	natsPort := fs.Int("nats-port", 14222, "embedded NATS client port (not 4222: never collides with a system nats-server)")
 	pgPort := fs.Int("pg-port", pgboot.DefaultPort, "port of the private Postgres started in the data folder when DATABASE_URL is unset or does not answer (not 5432: never collides with a system Postgres)")
-	metricsPort := fs.Int("metrics-port", 9101, "first port of the services' /metrics and /healthz (planner, pollers, projector, auditor, availability)")
+	metricsPort := fs.Int("metrics-port", 9101, "first port of the services' /metrics and /healthz (planner, pollers, projector, auditor, availability, alerter, trapd)")
 	olts := fs.Int("olts", 3, "simulated Huawei OLTs")
 	shapeText := fs.String("shape", "1x2x16", "simulated OLT shape: SLOTSxPORTSxONUS")
 	simPort := fs.Int("sim-port", 16101, "UDP port of the first simulated OLT (one port each, on 127.0.0.1)")
