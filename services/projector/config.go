@@ -117,10 +117,10 @@ func (c Config) WithDefaults() Config {
 
 // DBConns is how many database connections the projector may hold at
 // once: per varbind partition led, its lock and one per worker; the
-// replicas' membership lock; the trap loop's lock (it applies its groups
-// on that connection); the consumers, the pruner and checkpoint moves.
+// replicas' membership lock; the consumers, the pruner and checkpoint
+// moves.
 func (c Config) DBConns() int32 {
-	return int32(c.Partitions*(1+c.Workers) + 9) // + the trap loop's lock
+	return int32(c.Partitions*(1+c.Workers) + 8)
 }
 
 // now is the pruner's clock.

@@ -150,6 +150,17 @@ func (p *projector) applyTrapStatus(ctx context.Context, tx pgx.Tx, seq int64, e
 	case !r.LastSeen.Before(e.At):
 		return nil, nil // a poll read it after the trap: the poll stands
 	}
+	// A newer trap of this ONU was applied (a redelivery, or groups
+	// applied side by side): it stands. Trap rows of onu_history carry
+	// minus the FACHO_TRAP sequence.
+	var newer bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM onu_history WHERE olt_id = $1 AND pon_index = $2 AND onu_id = $3
+		AND stream_seq < 0 AND stream_seq <= $4 AND source = 'trap')`, e.OLTID, k.PonIndex, k.ONUID, -seq).Scan(&newer); err != nil {
+		return nil, wrap(err, "read the last trap of onu %d.%d of olt %s", k.PonIndex, k.ONUID, e.OLTID)
+	}
+	if newer {
+		return nil, nil
+	}
 	old := r.State
 	cur := old
 	cur.Status = streams.TrapONUStatus(e.Kind)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/facho-olt/facho/pkg/deadletter"
@@ -18,65 +16,65 @@ import (
 
 // The trap consumer's loop. Traps come in bursts (a PON cut is one per
 // ONU, an unstable OLT floods), so the loop fetches what is waiting (up to
-// trapsGroup messages) and applies it in one transaction with the
-// consumer's checkpoint, rather than a transaction and an acknowledgement
-// round trip per message. One projector holds it at a time (a Postgres
-// advisory lock, as the varbind loop): the others stand by, so the groups
-// are applied in stream order. A message at or below the checkpoint (a
-// redelivery after a holder died) is skipped; a malformed one is
-// dead-lettered after the commit, the checkpoint past it; each message is
+// trapsGroup messages; a lone trap at once) and applies it in one
+// transaction, rather than a transaction and an acknowledgement round trip
+// per message. Each trap event is idempotent on its own (the traps row by
+// trap id, onu_history and the outbox by their keys, an ONU's status only
+// from a trap newer than its last trap and its last poll), so a
+// redelivery, a group applied twice or two projectors taking groups side
+// by side change nothing twice, and no lock or connection is held between
+// groups. The checkpoint records the highest sequence applied. A
+// malformed message is dead-lettered after the commit; each message is
 // applied under a savepoint, so one the schema refuses is dead-lettered
 // without losing the others.
 
 // trapsGroup bounds the messages applied in one transaction.
 const trapsGroup = 256
 
-var trapsLockKey = advisoryLockKey("facho projector traps")
-
 func (p *projector) runTraps(ctx context.Context) error {
-	standby := func() { p.log.Info().Msg("trap projection held by another projector: standing by") }
-	err := holdLock(ctx, p.db, trapsLockKey, "trap projection", time.Second, standby, func(conn *pgxpool.Conn) error {
-		cons, err := p.js.Consumer(ctx, streams.StreamTrap, streams.ConsumerProjectorTraps)
-		if err != nil {
-			return fmt.Errorf("trap consumer: %w", err)
+	cons, err := p.js.Consumer(ctx, streams.StreamTrap, streams.ConsumerProjectorTraps)
+	for err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
-		for ctx.Err() == nil {
-			// Wait for the first message, then take what else is waiting
-			// at once: a lone trap is applied without waiting for a group.
-			msgs, err := fetchTraps(cons, 1, jetstream.FetchMaxWait(p.cfg.FetchWait))
-			if err == nil && len(msgs) > 0 {
-				var more []jetstream.Msg
-				more, err = fetchTraps(cons, trapsGroup-1, nil)
-				msgs = append(msgs, more...)
+		p.log.Warn().Err(err).Msg("trap consumer")
+		sleepCtx(ctx, p.cfg.NackDelay)
+		cons, err = p.js.Consumer(ctx, streams.StreamTrap, streams.ConsumerProjectorTraps)
+	}
+	for ctx.Err() == nil {
+		// Wait for the first message, then take what else is waiting at
+		// once: a lone trap is applied without waiting for a group.
+		msgs, err := fetchTraps(cons, 1, jetstream.FetchMaxWait(p.cfg.FetchWait))
+		if err == nil && len(msgs) > 0 {
+			var more []jetstream.Msg
+			more, err = fetchTraps(cons, trapsGroup-1, nil)
+			msgs = append(msgs, more...)
+		}
+		if err != nil && len(msgs) == 0 {
+			if ctx.Err() != nil {
+				return nil
 			}
-			if err != nil && len(msgs) == 0 {
-				if ctx.Err() != nil {
-					return nil
-				}
+			if !errors.Is(err, jetstream.ErrNoMessages) {
 				p.log.Warn().Err(err).Msg("fetch traps")
 				sleepCtx(ctx, p.cfg.NackDelay)
-				continue
 			}
-			if len(msgs) == 0 {
-				continue
-			}
-			if err := p.applyTraps(ctx, conn, msgs); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				p.log.Warn().Err(err).Int("messages", len(msgs)).Msg("applying traps failed; will retry")
-				for _, m := range msgs {
-					_ = m.NakWithDelay(p.cfg.NackDelay)
-				}
-				sleepCtx(ctx, p.cfg.NackDelay)
-			}
+			continue
 		}
-		return nil
-	})
-	if ctx.Err() != nil {
-		return nil
+		if len(msgs) == 0 {
+			continue
+		}
+		if err := p.applyTraps(ctx, msgs); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			p.log.Warn().Err(err).Int("messages", len(msgs)).Msg("applying traps failed; will retry")
+			for _, m := range msgs {
+				_ = m.NakWithDelay(p.cfg.NackDelay)
+			}
+			sleepCtx(ctx, p.cfg.NackDelay)
+		}
 	}
-	return err
+	return nil
 }
 
 // fetchTraps fetches up to n messages: waiting with wait, or only what is
@@ -101,31 +99,24 @@ func fetchTraps(cons jetstream.Consumer, n int, wait jetstream.FetchOpt) ([]jets
 
 // applyTraps applies one group in one transaction, then publishes what it
 // queued, dead-letters what it refused and acknowledges the group.
-func (p *projector) applyTraps(ctx context.Context, conn *pgxpool.Conn, msgs []jetstream.Msg) error {
+func (p *projector) applyTraps(ctx context.Context, msgs []jetstream.Msg) error {
 	type refused struct {
 		msg    jetstream.Msg
 		reason string
 	}
 	var dead []refused
 	var committed []func(context.Context)
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, p.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO checkpoints (consumer, last_seq) VALUES ($1, 0) ON CONFLICT (consumer) DO NOTHING`, streams.ConsumerProjectorTraps); err != nil {
 			return fmt.Errorf("create checkpoint: %w", err)
 		}
-		var last int64
-		if err := tx.QueryRow(ctx, `SELECT last_seq FROM checkpoints WHERE consumer = $1 FOR UPDATE`, streams.ConsumerProjectorTraps).Scan(&last); err != nil {
-			return fmt.Errorf("lock checkpoint: %w", err)
-		}
-		top := last
+		top := int64(0)
 		for _, m := range msgs {
 			meta, err := m.Metadata()
 			if err != nil {
 				return fmt.Errorf("trap message metadata: %w", err)
 			}
 			seq := int64(meta.Sequence.Stream)
-			if seq <= last {
-				continue // applied before a redelivery
-			}
 			top = max(top, seq)
 			jm := jsrouter.Msg{Stream: streams.StreamTrap, Consumer: streams.ConsumerProjectorTraps, Subject: m.Subject(), Seq: uint64(seq), Data: m.Data()}
 			ch, err := projection.SubjectChecked(p.decodeTrap)(jm)
@@ -157,10 +148,8 @@ func (p *projector) applyTraps(ctx context.Context, conn *pgxpool.Conn, msgs []j
 				committed = append(committed, ch.Committed)
 			}
 		}
-		if top > last {
-			if _, err := tx.Exec(ctx, `UPDATE checkpoints SET last_seq = $2, updated_at = now() WHERE consumer = $1`, streams.ConsumerProjectorTraps, top); err != nil {
-				return fmt.Errorf("advance checkpoint to %d: %w", top, err)
-			}
+		if _, err := tx.Exec(ctx, `UPDATE checkpoints SET last_seq = $2, updated_at = now() WHERE consumer = $1 AND last_seq < $2`, streams.ConsumerProjectorTraps, top); err != nil {
+			return fmt.Errorf("advance checkpoint to %d: %w", top, err)
 		}
 		return nil
 	})

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -90,10 +89,6 @@ type Config struct {
 	// port; `facho dev` uses DevTrapAddr).
 	Trapd trapd.Config
 }
-
-// devPoolConns is the fewest connections of the pool every service of
-// the stack shares.
-const devPoolConns = 8
 
 // DevTrapAddr is where `facho dev` receives traps by default: a high
 // port, no privilege needed.
@@ -360,17 +355,7 @@ func (s *Stack) startPostgres(ctx context.Context) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	s.DBURL, s.pgStop = url, stop
-	pcfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return fmt.Errorf("postgres pool: %w", err)
-	}
-	// Every service shares this pool; the projector's varbind and trap
-	// loops each hold one connection (their advisory locks). A
-	// pool_max_conns in the URL wins.
-	if !strings.Contains(url, "pool_max_conns") {
-		pcfg.MaxConns = max(pcfg.MaxConns, devPoolConns)
-	}
-	if s.DB, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+	if s.DB, err = pgxpool.New(ctx, url); err != nil {
 		return fmt.Errorf("postgres pool: %w", err)
 	}
 	if err := dbmigrate.Apply(ctx, s.DB, s.log.With().Str(telemetry.KeyService, "dbmigrate").Logger()); err != nil {
