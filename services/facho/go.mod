@@ -42,7 +42,10 @@ require (
 	golang.org/x/sync v0.24.0
 )
 
-require gopkg.in/yaml.v3 v3.0.1 // indirect
+require (
+	golang.org/x/net v0.60.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
