@@ -113,6 +113,9 @@ func samples() []Event {
 		OLTHealth{OLTID: "olt-1", ExecutionID: "e1", JobID: "huawei-ma5800-health", ObservedAt: now, Tables: []string{HealthChassis, HealthFans, HealthPONs},
 			Chassis: &ChassisHealth{CPUPercent: &rx, Boards: 2}, Fans: []UnitHealth{{Index: "0.1", Status: UnitFailed}},
 			PONs: []PONHealth{{PonIndex: 4194304000, Index: "4194304000", Name: "0/1/0", AdminState: PortUp, OperState: PortDown, TxPowerDBm: &rx}}},
+		TrapReceived{OLTID: "olt-1", Source: "192.0.2.1:40001", Version: TrapV2c, TrapOID: "1.3.6.1.4.1.2011.6.128.1.1.2.0.6", Uptime: 12345,
+			Varbinds: []TrapVarbind{{OID: "1.3.6.1.4.1.2011.6.128.1.1.2.46.1.15.4194304000.1", Type: "Integer", Value: "2"}}, Receiver: "trapd-1", ReceivedAt: now},
+		TrapDecoded{OLTID: "olt-1", TrapID: "trap:olt-1:trapd-1:1:1", Profile: "huawei-ma5800", Rule: "ont-dying-gasp", Kind: TrapKindDyingGasp, TrapOID: "1.3.6.1.4.1.2011.6.128.1.1.2.0.6", PonIndex: &none, ONUID: &none, Index: "4194304000.1", PortName: "0/0/0:1", At: now},
 		DeadLetter{Consumer: "projector-varbinds", Stream: StreamVarbinds, StreamSeq: 3, Subject: "facho.varbinds.olt-1", Reason: "malformed event", Deliveries: 1,
 			OriginalType: TypeVarbindBatch, OLTID: "olt-1", ExecutionID: "e1", PayloadSize: 7, PayloadSHA256: "f7f0c2d3c2b8e4b6a4b4d1f0a1c2e3d4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0", PayloadExcerpt: "garbage", ReceivedAt: now},
 	}

@@ -47,7 +47,7 @@ type StreamLimits struct {
 
 // streamNamesForLimits lists the streams whose limits can be set.
 func streamNamesForLimits() []string {
-	return []string{StreamConfig, StreamSchedule, StreamExec, StreamVarbinds, StreamONU, StreamAudit, StreamDLQ, StreamNotify, StreamOLT, StreamAlert}
+	return []string{StreamConfig, StreamSchedule, StreamExec, StreamVarbinds, StreamONU, StreamAudit, StreamDLQ, StreamNotify, StreamOLT, StreamAlert, StreamTrap}
 }
 
 // limitsFromEnv reads the compression and per-stream variables into o.

@@ -137,6 +137,7 @@ func StreamConfigs(o Options) []jetstream.StreamConfig {
 		mk(StreamDLQ, SubjectsDLQ, "dead letters: messages a consumer could not process, with the reason", o.EventsMaxAge),
 		mk(StreamOLT, SubjectsOLT, "OLT state events: availability", o.EventsMaxAge),
 		mk(StreamAlert, SubjectsAlert, "alerts: firing, resolved, acknowledged", o.EventsMaxAge),
+		mk(StreamTrap, SubjectsTrap, "SNMP traps of the OLTs: raw and decoded", o.EventsMaxAge),
 		mk(StreamNotify, SubjectsNotify, "notifications: quota violations, disabled OLTs, repeated failures (also sent to webhooks)", o.EventsMaxAge),
 	})
 }
@@ -267,6 +268,9 @@ func ConsumerConfigs(o Options) []ConsumerDef {
 		ordered(mk(StreamOLT, ConsumerProjectorOLT, SubjectsOLTAvailability, "projector: olt_availability", ProjectionAckWait, 10)),
 		ordered(mk(StreamOLT, ConsumerProjectorHealth, SubjectsOLTHealth, "projector: olt_health, olt_pon_health", ProjectionAckWait, 10)),
 		ordered(mk(StreamOLT, ConsumerAlerterHealth, SubjectsOLTHealth, "alerter: OLT health rules", ProjectionAckWait, 10)),
+		// Grouped: the projector holding the trap projection applies what
+		// is waiting in one transaction (services/projector traps_loop.go).
+		grouped(mk(StreamTrap, ConsumerProjectorTraps, SubjectsTrap, "projector: traps read model, ONU status from traps", ProjectionAckWait, 10)),
 	)
 }
 

@@ -59,6 +59,8 @@ func SubjectPattern(eventType string) (pattern string, ok bool) {
 		return "facho.olt.{olt_id}.availability", true
 	case TypeOLTHealth:
 		return "facho.olt.{olt_id}.health", true
+	case TypeTrapReceived, TypeTrapDecoded:
+		return "facho.trap.{olt_id}", true
 	case TypeAlertFiring:
 		return "facho.alert.*." + AlertStateFiring, true
 	case TypeAlertResolved:

@@ -78,6 +78,10 @@ func subjectOf(t *testing.T, ev Event) string {
 		return SubjectOLTHealth(e.OLTID)
 	case Alert:
 		return SubjectAlert(e.OLTID, e.State)
+	case TrapReceived:
+		return SubjectTrap(e.OLTID)
+	case TrapDecoded:
+		return SubjectTrap(e.OLTID)
 	case AlertAcknowledged:
 		return SubjectAlert(e.OLTID, AlertStateAcknowledged)
 	case AlertUpdated:

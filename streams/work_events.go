@@ -468,7 +468,14 @@ type ONUChanged struct {
 	Current     ONUState  `json:"current"`
 	ExecutionID string    `json:"execution_id"`
 	ObservedAt  time.Time `json:"observed_at"`
+	// Source is what saw the change: empty for a poll (ExecutionID names
+	// it), "trap" for an SNMP trap (TrapID names it; ExecutionID empty).
+	Source string `json:"source,omitempty"`
+	TrapID string `json:"trap_id,omitempty"`
 }
+
+// ONUChangeSourceTrap is ONUChanged.Source of a change an SNMP trap made.
+const ONUChangeSourceTrap = "trap"
 
 func (ONUChanged) EventType() string { return TypeONUChanged }
 

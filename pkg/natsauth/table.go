@@ -20,6 +20,8 @@ const (
 	Availability = "availability"
 	// Alerter evaluates the alert rules and sends the alerts.
 	Alerter = "alerter"
+	// Trapd receives the OLTs' SNMP traps and publishes them.
+	Trapd = "trapd"
 	// Admin provisions the streams (facho streams provision, facho dev)
 	// and is the only identity that may delete or purge anything.
 	Admin = "admin"
@@ -128,11 +130,14 @@ func Table() []Identity {
 		{
 			Name:        Projector,
 			Description: "builds the read models and publishes ONU changes (and VARBINDS_UNPLACED audit events)",
-			Publish:     []string{streams.SubjectsONU, streams.SubjectsAudit},
+			// The manual run requests: a confirmation poll of an OLT after
+			// an ONU-down trap (traps.go).
+			Publish: []string{streams.SubjectsONU, streams.SubjectsAudit, streams.SubjectsManualRun},
 			Consumers: []string{
 				streams.ConsumerProjectorConfig, streams.ConsumerProjectorSchedule,
 				streams.ConsumerProjectorExec, streams.ConsumerProjectorVarbinds,
 				streams.ConsumerProjectorDLQ, streams.ConsumerProjectorOLT, streams.ConsumerProjectorHealth,
+				streams.ConsumerProjectorTraps,
 			},
 			// At start, the varbind batches a previous holder fetched and
 			// did not ack are read and applied first (varbindloop.go).
@@ -183,6 +188,14 @@ func Table() []Identity {
 			ReadMsgs:    []string{streams.StreamAlert, streams.StreamOLT},
 			Consumers: []string{streams.ConsumerAlerterONU, streams.ConsumerAlerterOLT, streams.ConsumerAlerterExec, streams.ConsumerAlerterNotify,
 				streams.ConsumerAlerterConfig, streams.ConsumerAlerterAcks, streams.ConsumerAlerterAlerts, streams.ConsumerAlerterHealth},
+		},
+		{
+			Name:        Trapd,
+			Description: "receives the OLTs' SNMP traps and publishes them (raw and decoded); sends nothing to an OLT but inform acknowledgements",
+			Publish:     []string{streams.SubjectsTrap},
+			// The configuration replay: OLTs (address, sealed community),
+			// brands (vendor profile).
+			Ordered: []string{streams.StreamConfig},
 		},
 		// People read through JetStream only (ordered consumers, direct
 		// gets), never with core subscriptions on the event subjects: a

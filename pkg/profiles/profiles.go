@@ -46,6 +46,7 @@ type Profile struct {
 	Jobs        []Job              `yaml:"jobs" json:"jobs"`
 	Bounds      Bounds             `yaml:"bounds,omitempty" json:"bounds,omitzero"` // bounds.go
 	Health      *Health            `yaml:"health,omitempty" json:"health,omitempty"`
+	Traps       Traps              `yaml:"traps,omitempty" json:"traps,omitempty"`
 	// Source is where the profile was loaded from ("builtin:huawei.yaml",
 	// a file path).
 	Source string `yaml:"-" json:"source"`

@@ -268,6 +268,8 @@ func (s *server) routes() (http.Handler, error) {
 	api("DELETE /api/v1/silences/{id}", s.deleteSilence)
 	api("GET /api/v1/olts/{id}/pons", s.listPONs)
 	api("GET /api/v1/olts/{id}/health", s.getOLTHealth)
+	// The OLT's last traps (traps.go).
+	api("GET /api/v1/olts/{id}/traps", s.listTraps)
 
 	api("GET /api/v1/users", s.listUsers)
 	api("POST /api/v1/users", s.createUser)

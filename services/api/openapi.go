@@ -188,6 +188,10 @@ func routeDocs() map[string]routeDoc {
 	for k, v := range healthRouteDocs() {
 		docs[k] = v
 	}
+	// The OLT's traps (traps.go).
+	for k, v := range trapRouteDocs() {
+		docs[k] = v
+	}
 	return docs
 }
 

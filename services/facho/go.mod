@@ -13,6 +13,7 @@ replace (
 	github.com/facho-olt/facho/services/planner => ../planner
 	github.com/facho-olt/facho/services/poller => ../poller
 	github.com/facho-olt/facho/services/projector => ../projector
+	github.com/facho-olt/facho/services/trapd => ../trapd
 	github.com/facho-olt/facho/streams => ../../streams
 )
 
@@ -27,6 +28,7 @@ require (
 	github.com/facho-olt/facho/services/planner v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/poller v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/services/projector v0.0.0-00010101000000-000000000000
+	github.com/facho-olt/facho/services/trapd v0.0.0-00010101000000-000000000000
 	github.com/facho-olt/facho/streams v0.0.0-00010101000000-000000000000
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/uuid v1.6.0
@@ -46,6 +48,7 @@ require (
 	github.com/go-openapi/swag/jsonname v0.26.0 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	golang.org/x/net v0.60.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 

@@ -97,6 +97,9 @@ type OLTConfig struct {
 	MaxResponseBytes int    `json:"max_response_bytes" yaml:"max_response_bytes"`
 	Faults           Faults `json:"faults" yaml:"faults"`
 	Life             Life   `json:"life" yaml:"life"`
+	// Traps is where the OLT sends a trap when an ONU goes offline or
+	// comes back (traps.go); zero: none.
+	Traps TrapTarget `json:"traps" yaml:"traps"`
 }
 
 // FleetConfig is a set of OLTs started together.

@@ -74,13 +74,26 @@ func (o *OLT) updateONU(index string, change func(s *onuState) bool) error {
 type ONUPatch struct {
 	Online     *bool    `json:"online,omitempty"`
 	RxPowerDBm *float64 `json:"rx_power_dbm,omitempty"`
+	// DownCause of an ONU taken offline: "los" (default) or "dying_gasp"
+	// (a power failure at the customer's): its last down cause and the
+	// trap it sends.
+	DownCause string `json:"down_cause,omitempty"`
 }
+
+// Down causes of ONUPatch.DownCause.
+const (
+	DownCauseLOS       = "los"
+	DownCauseDyingGasp = "dying_gasp"
+)
 
 // PatchONU applies p to the ONU whose row index is index, both fields at
 // once: no request sees one changed without the other.
 func (o *OLT) PatchONU(index string, p ONUPatch) error {
 	if p.Online == nil && p.RxPowerDBm == nil {
 		return fmt.Errorf("olt %s onu %s: nothing to change: want online and/or rx_power_dbm", o.name, index)
+	}
+	if p.DownCause != "" && p.DownCause != DownCauseLOS && p.DownCause != DownCauseDyingGasp {
+		return fmt.Errorf("olt %s onu %s: down_cause %q: want los or dying_gasp", o.name, index, p.DownCause)
 	}
 	var centi int16
 	if p.RxPowerDBm != nil {
@@ -99,7 +112,11 @@ func (o *OLT) PatchONU(index string, p ONUPatch) error {
 			s.online, changed = *p.Online, true
 			if !s.online {
 				s.downCause = 2 // LOS, as a Life tick draws it
+				if p.DownCause == DownCauseDyingGasp {
+					s.downCause = causeDyingGasp
+				}
 			}
+			o.onuChanged(s)
 		}
 		return changed
 	})

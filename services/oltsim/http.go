@@ -220,6 +220,21 @@ func (f *Fleet) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, o.Health())
 	}))
+	mux.HandleFunc("PUT /olts/{name}/traps", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
+		var t TrapTarget
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&t); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		if err := o.SetTrapTarget(t); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		sent, failed := o.TrapsSent()
+		writeJSON(w, http.StatusOK, map[string]any{"dest": t.Dest, "inform": t.Inform, "sent": sent, "failed": failed})
+	}))
 	mux.HandleFunc("POST /olts/{name}/tick", withOLT(func(w http.ResponseWriter, r *http.Request, o *OLT) {
 		writeJSON(w, http.StatusOK, map[string]uint64{"tick": o.Tick()})
 	}))

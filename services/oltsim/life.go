@@ -53,8 +53,10 @@ func (o *OLT) Tick() uint64 {
 		case s.online && pct(l.OfflinePercent):
 			s.online = false
 			s.downCause = [2]uint8{2, 13}[rng.IntN(2)]
+			o.onuChanged(s)
 		case !s.online && pct(l.OnlinePercent):
 			s.online = true
+			o.onuChanged(s)
 		}
 		if s.online && l.RxDriftDBm > 0 {
 			d := int((rng.Float64()*2 - 1) * l.RxDriftDBm * 100)

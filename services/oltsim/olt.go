@@ -35,6 +35,7 @@ type OLT struct {
 	boot   atomic.Int64            // unix nanoseconds of the last (simulated) boot
 	rec    recorder
 	faults *faultState
+	traps  trapState // where ONU changes are sent as traps (traps.go)
 
 	mu sync.Mutex // guards onus and life state
 	// onus is never modified in place once a view serves it: changes
@@ -101,6 +102,9 @@ func newOLT(ctx context.Context, cfg OLTConfig, log zerolog.Logger, pl *pools) (
 		o.health = newHealth(p, cfg.Shape, cfg.Seed)
 		// The MIB view is built on first use: big fleets start fast and
 		// only the OLTs actually polled hold encoded tables.
+	}
+	if err := o.SetTrapTarget(cfg.Traps); err != nil {
+		return nil, err
 	}
 	o.ctx, o.cancel = context.WithCancel(ctx)
 	return o, nil

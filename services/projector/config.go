@@ -63,6 +63,10 @@ type Config struct {
 	// transaction) removes; default 5000.
 	HistoryPruneBatch int
 
+	// TrapsKeep is how many traps of each OLT the traps read model keeps
+	// (the newest); default 1000.
+	TrapsKeep int
+
 	// clock, in tests, is the pruner's clock (time.Now when nil).
 	clock func() time.Time
 	// acceptUndispatched, in tests that publish work without a NodeDue,
@@ -109,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	if c.HistoryPruneBatch == 0 {
 		c.HistoryPruneBatch = 5000
 	}
+	if c.TrapsKeep == 0 {
+		c.TrapsKeep = 1000
+	}
 	return c
 }
 
@@ -136,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if c.FetchWait < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("fetch wait %s: want at least 10ms", c.FetchWait))
+	}
+	if c.TrapsKeep < 1 || c.TrapsKeep > 1_000_000 {
+		errs = append(errs, fmt.Errorf("traps kept %d: want 1..1000000", c.TrapsKeep))
 	}
 	if c.OutboxBatch < 1 || c.OutboxBatch > 100000 {
 		errs = append(errs, fmt.Errorf("outbox batch %d: want 1..100000", c.OutboxBatch))

@@ -21,6 +21,10 @@ type metrics struct {
 	staleExec        prometheus.Counter
 	onuEvents        *prometheus.CounterVec
 	outboxFailures   prometheus.Counter
+	// trapStatus: ONU statuses set by a decoded trap, by kind (traps.go).
+	trapStatus *prometheus.CounterVec
+	// trapMessages: trap events applied or skipped (traps_loop.go).
+	trapMessages prometheus.Counter
 	// The varbind projection's own loop (varbindloop.go).
 	varbindLeader       prometheus.Gauge
 	varbindMessages     *prometheus.CounterVec
@@ -77,6 +81,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_projector_outbox_publish_failures_total",
 			Help: "Rounds of ONU-change publishing that failed and will be retried.",
 		}),
+		trapStatus: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_projector_trap_status_changes_total",
+			Help: "ONU statuses set at once by a decoded trap (onu_data, onu_history source trap, onu.changed), by trap kind.",
+		}, []string{"kind"}),
+		trapMessages: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_trap_messages_total",
+			Help: "Trap events (trap.received, trap.decoded) the trap projection took, in groups of one transaction each.",
+		}),
 		varbindLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "facho_projector_varbind_leader",
 			Help: "Varbind projection partitions this projector leads (0: standing by; with one partition, 1 while it holds the projection).",
@@ -111,6 +123,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		jsrouter.Register(reg, &m.staleExec),
 		jsrouter.Register(reg, &m.onuEvents),
 		jsrouter.Register(reg, &m.outboxFailures),
+		jsrouter.Register(reg, &m.trapStatus),
+		jsrouter.Register(reg, &m.trapMessages),
 		jsrouter.Register(reg, &m.varbindLeader),
 		jsrouter.Register(reg, &m.varbindMessages),
 		jsrouter.Register(reg, &m.varbindGroups),

@@ -96,6 +96,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return router.Run(ctx) })
 	g.Go(func() error { return p.runVarbinds(ctx) })
+	// The OLTs' traps: the traps read model, an ONU's status at once, in
+	// groups (traps.go, traps_loop.go).
+	g.Go(func() error { return p.runTraps(ctx) })
 	g.Go(func() error { return p.runHistoryPrune(ctx, deps.Registry) })
 	p.log.Info().Msg("projector running")
 	if err := g.Wait(); err != nil {

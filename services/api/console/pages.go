@@ -38,6 +38,9 @@ type oltView struct {
 	PONsErr string
 	// Health: the OLT's last health reading (health.go).
 	Health *healthPanel
+	// Traps: the OLT's last traps (traps.go).
+	Traps    []map[string]any
+	TrapsErr string
 }
 
 func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
@@ -96,6 +99,7 @@ func (c *Console) oltPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ov.PONs, ov.PONsErr = c.oltPONs(r, id)
 	ov.Health = c.oltHealth(r, id)
+	ov.Traps, ov.TrapsErr = c.oltTraps(r, id)
 	for _, x := range anySlice(c.call(r.Context(), http.MethodGet, "/api/v1/executions?limit=25&olt_id="+url.QueryEscape(id), nil).Body["executions"]) {
 		if m, ok := x.(map[string]any); ok {
 			ov.Executions = append(ov.Executions, m)

@@ -31,10 +31,13 @@ func (c Config) ports() []portUse {
 		for i := 0; i < c.Pollers; i++ {
 			names = append(names, fmt.Sprintf("poller-%d", i+1))
 		}
-		names = append(names, "projector", "auditor", "availability")
+		names = append(names, "projector", "auditor", "availability", "alerter", "trapd")
 		for i, name := range names {
 			out = append(out, portUse{name + " metrics", "tcp", net.JoinHostPort(c.MetricsHost, strconv.Itoa(c.MetricsPort+i))})
 		}
+	}
+	if _, port, err := net.SplitHostPort(c.Trapd.Addr); err == nil && port != "0" {
+		out = append(out, portUse{"trap receiver", "udp", c.Trapd.Addr})
 	}
 	if len(c.Fleet.OLTs) > 0 {
 		if c.SimControlAddr != "" {

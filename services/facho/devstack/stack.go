@@ -37,6 +37,7 @@ import (
 	"github.com/facho-olt/facho/services/planner"
 	"github.com/facho-olt/facho/services/poller"
 	"github.com/facho-olt/facho/services/projector"
+	"github.com/facho-olt/facho/services/trapd"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -87,7 +88,15 @@ type Config struct {
 	// built-in ones (FACHO_PROFILES_DIR, -profiles-dir); empty: built-in
 	// only.
 	ProfilesDir string
+	// Trapd receives the OLTs' SNMP traps (its /metrics on MetricsPort +
+	// Pollers + 5); Trapd.Addr is where (default 127.0.0.1:0, a free
+	// port; `facho dev` uses DevTrapAddr).
+	Trapd trapd.Config
 }
+
+// DevTrapAddr is where `facho dev` receives traps by default: a high
+// port, no privilege needed.
+const DevTrapAddr = "127.0.0.1:1162"
 
 // DevHistoryRetention is how long `facho dev` keeps onu_history rows.
 const DevHistoryRetention = 24 * time.Hour
@@ -117,6 +126,9 @@ func (c Config) WithDefaults() Config {
 		// the dev streams keep the events (24h), not the production year
 		// (0 here is "unset", not "forever").
 		c.Projector.HistoryRetention = DevHistoryRetention
+	}
+	if c.Trapd.Addr == "" {
+		c.Trapd.Addr = "127.0.0.1:0"
 	}
 	if c.Auditor.LogFile == "" {
 		c.Auditor.LogFile = filepath.Join(c.DataDir, "logs", "coordinator", "main.log")
@@ -169,6 +181,8 @@ type Stack struct {
 	Box     *secret.Box
 	APIURL  string
 	Metrics map[string]string // service -> base URL of /metrics and /healthz
+	// TrapAddr is where the trap receiver listens (UDP host:port).
+	TrapAddr string
 
 	// FirstAdmin and FirstAdminPassword are the console's first admin,
 	// created when the database had no user (the password is printed once
@@ -432,6 +446,21 @@ func (s *Stack) startServices(ctx context.Context) error {
 		return availability.Run(ctx, s.cfg.Availability, availability.Deps{JS: js, Box: s.Box, Log: log, Registry: reg})
 	}); err != nil {
 		return err
+	}
+	// The trap receiver: its address (a free port with :0) once open.
+	trapBound := make(chan net.Addr, 1)
+	if err := s.goService(ctx, "trapd", natsauth.Trapd, s.port(5+s.cfg.Pollers), func(js jetstream.JetStream, reg *prometheus.Registry, log zerolog.Logger) error {
+		return trapd.Run(ctx, s.cfg.Trapd, trapd.Deps{JS: js, Box: s.Box, Log: log, Registry: reg, Listening: func(a net.Addr) { trapBound <- a }})
+	}); err != nil {
+		return err
+	}
+	select {
+	case a := <-trapBound:
+		s.TrapAddr = a.String()
+	case <-ctx.Done():
+		return fmt.Errorf("trapd: %w", s.group.Wait())
+	case <-time.After(30 * time.Second):
+		return errors.New("trapd did not open its socket")
 	}
 
 	if s.Fleet != nil && s.cfg.SimControlAddr != "" {

@@ -41,6 +41,7 @@ type devBanner struct {
 	Shape                          string
 	SimPort                        int
 	SimControl                     string
+	TrapAddr                       string // the trap receiver's UDP address
 	IDs                            []string
 	Interval                       int
 	FirstRun                       time.Duration
@@ -64,6 +65,9 @@ func (b devBanner) String() string {
 	fmt.Fprintf(&w, "  Postgres       %s\n", b.DBURL)
 	fmt.Fprintf(&w, "  retention      %s\n", b.Retention)
 	fmt.Fprintf(&w, "  metrics        %s\n", b.Metrics)
+	if b.TrapAddr != "" {
+		fmt.Fprintf(&w, "  traps          udp://%s (SNMP v1/v2c traps and informs of the configured OLTs)\n", b.TrapAddr)
+	}
 	if b.OLTs > 0 {
 		fmt.Fprintf(&w, "  simulator      %d Huawei MA5800 OLTs (%s) on 127.0.0.1:%d..%d, control http://%s\n", b.OLTs, b.Shape, b.SimPort, b.SimPort+b.OLTs-1, b.SimControl)
 	}

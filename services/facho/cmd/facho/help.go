@@ -30,7 +30,7 @@ func helps() map[string]cmdHelp {
 			examples: []string{
 				"facho dev",
 				"facho dev -olts 10 -shape 1x4x64 -interval 120",
-				"facho dev -data /tmp/second -api 127.0.0.1:8090 -nats-port 14223 -pg-port 15442 -metrics-port 9201 -sim-port 16201 -sim-control 127.0.0.1:8171",
+				"facho dev -data /tmp/second -api 127.0.0.1:8090 -nats-port 14223 -pg-port 15442 -metrics-port 9201 -sim-port 16201 -sim-control 127.0.0.1:8171 -trap-addr 127.0.0.1:1172",
 				"FACHO_LOG_LEVEL=debug FACHO_LOG_FORMAT=json facho dev 2>dev.log",
 			},
 			flagsFrom: []string{"dev", "-h"},

@@ -37,6 +37,7 @@ import (
 	"github.com/facho-olt/facho/services/facho/devstack"
 	"github.com/facho-olt/facho/services/oltsim"
 	"github.com/facho-olt/facho/services/planner"
+	"github.com/facho-olt/facho/services/trapd"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -186,11 +187,12 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	apiAddr := fs.String("api", envOr(getenv, "FACHO_API_ADDR", "127.0.0.1:8080"), "API listen address")
 	natsPort := fs.Int("nats-port", 14222, "embedded NATS client port (not 4222: never collides with a system nats-server)")
 	pgPort := fs.Int("pg-port", pgboot.DefaultPort, "port of the private Postgres started in the data folder when DATABASE_URL is unset or does not answer (not 5432: never collides with a system Postgres)")
-	metricsPort := fs.Int("metrics-port", 9101, "first port of the services' /metrics and /healthz (planner, pollers, projector, auditor, availability)")
+	metricsPort := fs.Int("metrics-port", 9101, "first port of the services' /metrics and /healthz (planner, pollers, projector, auditor, availability, alerter, trapd)")
 	olts := fs.Int("olts", 3, "simulated Huawei OLTs")
 	shapeText := fs.String("shape", "1x2x16", "simulated OLT shape: SLOTSxPORTSxONUS")
 	simPort := fs.Int("sim-port", 16101, "UDP port of the first simulated OLT (one port each, on 127.0.0.1)")
 	simControl := fs.String("sim-control", "127.0.0.1:8161", "simulator control endpoint (faults, record)")
+	trapAddr := fs.String("trap-addr", devstack.DevTrapAddr, "UDP address of the trap receiver (the simulated OLTs send their traps there)")
 	interval := fs.Int("interval", 60, "interval of the demo OLTs' jobs (the profile's discovery and optical GET), seconds")
 	firstRun := fs.Duration("first-run", 3*time.Second, "delay before a newly planned node first runs (production default 60s)")
 	pollers := fs.Int("pollers", 2, "poller instances")
@@ -247,6 +249,7 @@ environment:
 		APIAddr:        *apiAddr,
 		MetricsPort:    *metricsPort,
 		SimControlAddr: *simControl,
+		Trapd:          trapd.Config{Addr: *trapAddr},
 		APIToken:       token,
 		SecretKey:      getenv(secret.EnvKey),
 		Pollers:        *pollers,
@@ -296,7 +299,7 @@ environment:
 	b := devBanner{
 		Cmd: selfCommand(), APIURL: stack.APIURL, Token: token, NATSURL: stack.NATSURL, KeysDir: stack.KeysDir,
 		DBURL: redactURL(stack.DBURL), Retention: retention(streamOpts), Metrics: metricsList(stack.Metrics),
-		OLTs: *olts, Shape: *shapeText, SimPort: *simPort, SimControl: *simControl, IDs: ids,
+		OLTs: *olts, Shape: *shapeText, SimPort: *simPort, SimControl: *simControl, IDs: ids, TrapAddr: stack.TrapAddr,
 		Interval: *interval, FirstRun: *firstRun, Restarted: restarted, Profile: devstack.DemoProfile, Jobs: demo.Jobs,
 		FirstAdmin: stack.FirstAdmin, FirstAdminPassword: stack.FirstAdminPassword,
 		DataDir: *dataDir,

@@ -92,7 +92,14 @@ func runProfiles(ctx context.Context, args []string, getenv func(string) string,
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: profile %s (%s) is valid: %d columns, %d jobs, index scheme %s\n", pos[0], p.ID, p.Name, len(p.Columns), len(p.Jobs), p.IndexScheme)
+		fmt.Fprintf(stdout, "%s: profile %s (%s) is valid: %d columns, %d jobs, index scheme %s, %d traps mapped\n", pos[0], p.ID, p.Name, len(p.Columns), len(p.Jobs), p.IndexScheme, len(p.Traps))
+		for _, tr := range p.Traps {
+			kind := tr.Kind
+			if tr.KindFrom != nil {
+				kind = "from " + tr.KindFrom.OID
+			}
+			fmt.Fprintf(stdout, "  trap %s %s: %s\n", tr.ID, tr.OID, kind)
+		}
 		if len(pos) == 1 {
 			return nil
 		}

@@ -37,6 +37,23 @@ func TestProfilesCommand(t *testing.T) {
 	if err := run(ctx, []string{"profiles", "check", bad}, env, &out, &out); err == nil || !strings.Contains(err.Error(), "onu_id") {
 		t.Errorf("check of a bad profile: %v", err)
 	}
+	// The trap map is checked: a kind that sets an ONU's status needs the
+	// ONU's locator; a valid map is listed.
+	head := "id: t\nname: T\nindex_scheme: s\nindex: {parts: [{name: pon, type: int}, {name: onu, type: int}], pon_index: pon, onu_id: onu}\ncolumns: [{id: a, name: a, oid: 1.3.6.1.9.1, field: status, decoder: {kind: int}}]\n"
+	if err := os.WriteFile(bad, []byte(head+"traps: [{id: los, oid: 1.3.6.1.9.0.1, kind: los}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"profiles", "check", bad}, env, &out, &out); err == nil || !strings.Contains(err.Error(), "onu (where the ONU's index is) is required") {
+		t.Errorf("check of a bad trap map: %v", err)
+	}
+	good := filepath.Join(t.TempDir(), "good.yaml")
+	if err := os.WriteFile(good, []byte(head+"traps: [{id: los, oid: 1.3.6.1.9.0.1, kind: los, onu: {index_of: 1.3.6.1.9.1}}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(ctx, []string{"profiles", "check", good}, env, &out, &out); err != nil || !strings.Contains(out.String(), "1 traps mapped") || !strings.Contains(out.String(), "trap los 1.3.6.1.9.0.1: los") {
+		t.Errorf("check of a trap map: %v\n%s", err, out.String())
+	}
 
 	fleet, err := oltsim.Start(ctx, oltsim.FleetConfig{OLTs: []oltsim.OLTConfig{{Name: "hw", Listen: "127.0.0.1:0", Community: "secret-c",
 		Profile: "huawei-ma5800", Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 3}, Seed: 5}}}, zerolog.Nop())
