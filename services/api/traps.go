@@ -9,6 +9,13 @@ import (
 
 // trapRow is one trap of GET /api/v1/olts/{id}/traps: raw (as received)
 // and, where the OLT's vendor profile maps its OID, decoded.
+// trapList is GET /api/v1/olts/{id}/traps.
+type trapList struct {
+	OLTID string    `json:"olt_id"`
+	Count int       `json:"count"`
+	Traps []trapRow `json:"traps"`
+}
+
 type trapRow struct {
 	TrapID     string          `json:"trap_id"`
 	ReceivedAt time.Time       `json:"received_at"`
@@ -55,14 +62,14 @@ func (s *server) listTraps(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"olt_id": olt, "count": len(rows), "traps": rows})
+	writeJSON(w, http.StatusOK, trapList{OLTID: olt, Count: len(rows), Traps: rows})
 	return nil
 }
 
 // trapRouteDocs documents the routes of this file.
 func trapRouteDocs() map[string]routeDoc {
 	return map[string]routeDoc{
-		"GET /api/v1/olts/{id}/traps": {Summary: "The OLT's last SNMP traps, newest first (the projector keeps the newest FACHO_TRAPS_KEEP per OLT): trap_id, received_at, version (v1, v2c, v2c-inform), source, trap_oid, varbinds as received (oid, type, value, hex), and where the vendor profile maps the trap: kind (los, dying_gasp, online, offline, optical_alarm_raise/clear, pon_down/up), rule, pon_index, onu_id, onu_index, port_name, applied (it set the ONU's status). 404 for an unknown OLT", Tag: "olts",
+		"GET /api/v1/olts/{id}/traps": {Summary: "The OLT's last SNMP traps, newest first (the projector keeps the newest FACHO_TRAPS_KEEP per OLT): trap_id, received_at, version (v1, v2c, v2c-inform), source, trap_oid, varbinds as received (oid, type, value, hex), and where the vendor profile maps the trap: kind (los, dying_gasp, online, offline, optical_alarm_raise/clear, pon_down/up), rule, pon_index, onu_id, onu_index, port_name, applied (it set the ONU's status). 404 for an unknown OLT", Tag: "olts", Resp: trapList{},
 			Query: []param{{"limit", "integer", "how many (default 100, at most 1000)"}}},
 	}
 }

@@ -968,6 +968,7 @@ type Profile struct {
 	Name        string      `json:"name"`
 	Snmp        *SNMPTuning `json:"snmp,omitempty"`
 	Source      string      `json:"source"`
+	Traps       *[]Trap     `json:"traps,omitempty"`
 	Vendor      string      `json:"vendor"`
 	Verified    *string     `json:"verified,omitempty"`
 }
@@ -1137,6 +1138,48 @@ type TokenList struct {
 	Count  int64    `json:"count"`
 	Tokens *[]Token `json:"tokens"`
 	Total  int64    `json:"total"`
+}
+
+// Trap defines model for Trap.
+type Trap struct {
+	Id       string  `json:"id"`
+	Kind     *string `json:"kind,omitempty"`
+	KindFrom *struct {
+		Enum *map[string]string `json:"enum"`
+		Oid  string             `json:"oid"`
+	} `json:"kind_from,omitempty"`
+	Name *string `json:"name,omitempty"`
+	Oid  string  `json:"oid"`
+	Onu  *struct {
+		IndexOf *string   `json:"index_of,omitempty"`
+		Values  *[]string `json:"values,omitempty"`
+	} `json:"onu,omitempty"`
+}
+
+// TrapList defines model for TrapList.
+type TrapList struct {
+	Count int64      `json:"count"`
+	OltId string     `json:"olt_id"`
+	Traps *[]TrapRow `json:"traps"`
+}
+
+// TrapRow defines model for TrapRow.
+type TrapRow struct {
+	Applied    bool      `json:"applied"`
+	Kind       *string   `json:"kind"`
+	OnuId      *int64    `json:"onu_id"`
+	OnuIndex   *string   `json:"onu_index"`
+	PonIndex   *int64    `json:"pon_index"`
+	PortName   *string   `json:"port_name"`
+	ReceivedAt time.Time `json:"received_at"`
+	Rule       *string   `json:"rule"`
+	Source     string    `json:"source"`
+	TrapId     string    `json:"trap_id"`
+	TrapOid    string    `json:"trap_oid"`
+
+	// Varbinds any JSON value
+	Varbinds interface{} `json:"varbinds"`
+	Version  string      `json:"version"`
 }
 
 // UnitHealth defines model for UnitHealth.
@@ -1929,6 +1972,12 @@ type GetOltsIdPonsPonIndexChartParams struct {
 
 	// To RFC 3339 time (default: now); at most 400 days after from
 	To *string `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// GetOltsIdTrapsParams defines parameters for GetOltsIdTraps.
+type GetOltsIdTrapsParams struct {
+	// Limit how many (default 100, at most 1000)
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // GetOnusParams defines parameters for GetOnus.
@@ -2873,6 +2922,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
 	GetOltsIdPonsPonIndexChart(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOltsIdTraps The OLT's last SNMP traps, newest first (the projector keeps the newest FACHO_TRAPS_KEEP per OLT): trap_id, received_at, version (v1, v2c, v2c-inform), source, trap_oid, varbinds as received (oid, type, value, hex), and where the vendor profile maps the trap: kind (los, dying_gasp, online, offline, optical_alarm_raise/clear, pon_down/up), rule, pon_index, onu_id, onu_index, port_name, applied (it set the ONU's status). 404 for an unknown OLT
+	//
+	// Corresponds with GET /api/v1/olts/{id}/traps (the `GetOltsIdTraps` operationId).
+	GetOltsIdTraps(ctx context.Context, id string, params *GetOltsIdTrapsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOnus Search ONUs by serial across OLTs (from onu_data): serial=HWTC12345678 is an exact match, a trailing * a prefix (serial=HWTC*); each ONU with olt_id and olt_name
 	//
@@ -4280,6 +4334,21 @@ func (c *Client) GetOltsIdPons(ctx context.Context, id string, reqEditors ...Req
 // Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
 func (c *Client) GetOltsIdPonsPonIndexChart(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOltsIdPonsPonIndexChartRequest(c.Server, id, ponIndex, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOltsIdTraps The OLT's last SNMP traps, newest first (the projector keeps the newest FACHO_TRAPS_KEEP per OLT): trap_id, received_at, version (v1, v2c, v2c-inform), source, trap_oid, varbinds as received (oid, type, value, hex), and where the vendor profile maps the trap: kind (los, dying_gasp, online, offline, optical_alarm_raise/clear, pon_down/up), rule, pon_index, onu_id, onu_index, port_name, applied (it set the ONU's status). 404 for an unknown OLT
+//
+// Corresponds with GET /api/v1/olts/{id}/traps (the `GetOltsIdTraps` operationId).
+func (c *Client) GetOltsIdTraps(ctx context.Context, id string, params *GetOltsIdTrapsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOltsIdTrapsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8461,6 +8530,67 @@ func NewGetOltsIdPonsPonIndexChartRequest(server string, id string, ponIndex str
 	return req, nil
 }
 
+// NewGetOltsIdTrapsRequest constructs an http.Request for the GetOltsIdTraps method
+func NewGetOltsIdTrapsRequest(server string, id string, params *GetOltsIdTrapsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/olts/%s/traps", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOnusRequest constructs an http.Request for the GetOnus method
 func NewGetOnusRequest(server string, params *GetOnusParams) (*http.Request, error) {
 	var err error
@@ -10958,6 +11088,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
 	GetOltsIdPonsPonIndexChartWithResponse(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*GetOltsIdPonsPonIndexChartResponse, error)
+
+	// GetOltsIdTrapsWithResponse The OLT's last SNMP traps, newest first (the projector keeps the newest FACHO_TRAPS_KEEP per OLT): trap_id, received_at, version (v1, v2c, v2c-inform), source, trap_oid, varbinds as received (oid, type, value, hex), and where the vendor profile maps the trap: kind (los, dying_gasp, online, offline, optical_alarm_raise/clear, pon_down/up), rule, pon_index, onu_id, onu_index, port_name, applied (it set the ONU's status). 404 for an unknown OLT
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/olts/{id}/traps (the `GetOltsIdTraps` operationId).
+	GetOltsIdTrapsWithResponse(ctx context.Context, id string, params *GetOltsIdTrapsParams, reqEditors ...RequestEditorFn) (*GetOltsIdTrapsResponse, error)
 
 	// GetOnusWithResponse Search ONUs by serial across OLTs (from onu_data): serial=HWTC12345678 is an exact match, a trailing * a prefix (serial=HWTC*); each ONU with olt_id and olt_name
 	//
@@ -15944,6 +16081,89 @@ func (r GetOltsIdPonsPonIndexChartResponse) ContentType() string {
 	return ""
 }
 
+type GetOltsIdTrapsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TrapList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOltsIdTrapsResponse) GetJSON200() *TrapList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOltsIdTrapsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOltsIdTrapsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOltsIdTrapsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOltsIdTrapsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOltsIdTrapsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOltsIdTrapsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOltsIdTrapsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOltsIdTrapsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOltsIdTrapsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOltsIdTrapsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetOnusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19899,6 +20119,19 @@ func (c *ClientWithResponses) GetOltsIdPonsPonIndexChartWithResponse(ctx context
 		return nil, err
 	}
 	return ParseGetOltsIdPonsPonIndexChartResponse(rsp)
+}
+
+// GetOltsIdTrapsWithResponse The OLT's last SNMP traps, newest first (the projector keeps the newest FACHO_TRAPS_KEEP per OLT): trap_id, received_at, version (v1, v2c, v2c-inform), source, trap_oid, varbinds as received (oid, type, value, hex), and where the vendor profile maps the trap: kind (los, dying_gasp, online, offline, optical_alarm_raise/clear, pon_down/up), rule, pon_index, onu_id, onu_index, port_name, applied (it set the ONU's status). 404 for an unknown OLT
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/olts/{id}/traps (the `GetOltsIdTraps` operationId).
+func (c *ClientWithResponses) GetOltsIdTrapsWithResponse(ctx context.Context, id string, params *GetOltsIdTrapsParams, reqEditors ...RequestEditorFn) (*GetOltsIdTrapsResponse, error) {
+	rsp, err := c.GetOltsIdTraps(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOltsIdTrapsResponse(rsp)
 }
 
 // GetOnusWithResponse Search ONUs by serial across OLTs (from onu_data): serial=HWTC12345678 is an exact match, a trailing * a prefix (serial=HWTC*); each ONU with olt_id and olt_name
@@ -24275,6 +24508,74 @@ func ParseGetOltsIdPonsPonIndexChartResponse(rsp *http.Response) (*GetOltsIdPons
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest PonChart
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetOltsIdTrapsResponse parses an HTTP response from a GetOltsIdTrapsWithResponse call
+func ParseGetOltsIdTrapsResponse(rsp *http.Response) (*GetOltsIdTrapsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOltsIdTrapsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TrapList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -325,6 +325,7 @@ func TestAPIAnswersMatchTheOpenAPIDocument(t *testing.T) {
 	})
 	c.call("GET", "/api/v1/olts/olt-a/pons", "", http.StatusOK, nil)
 	c.call("GET", "/api/v1/olts/olt-a/health", "", http.StatusOK, nil)
+	c.call("GET", "/api/v1/olts/olt-a/traps", "", http.StatusOK, nil)
 	var nodes struct {
 		Nodes []struct {
 			NodeID string `json:"node_id"`
