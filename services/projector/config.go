@@ -122,9 +122,9 @@ func (c Config) WithDefaults() Config {
 // DBConns is how many database connections the projector may hold at
 // once: per varbind partition led, its lock and one per worker; the
 // replicas' membership lock; the consumers (the health readings' one of
-// them), the pruner and checkpoint moves.
+// them), the traps' grouped loop, the pruner and checkpoint moves.
 func (c Config) DBConns() int32 {
-	return int32(c.Partitions*(1+c.Workers) + 9)
+	return int32(c.Partitions*(1+c.Workers) + 10)
 }
 
 // now is the pruner's clock.

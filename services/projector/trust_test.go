@@ -33,6 +33,9 @@ func newTrustRig(t *testing.T) *trustRig {
 	_, poller := env.Connect(t, natsauth.Poller)
 	_, api := env.Connect(t, natsauth.API)
 	r := &rig{t: t, env: env, js: projectorJS, pool: pgtest.New(t), reg: prometheus.NewRegistry(), strict: true}
+	// The projector's own pool size (every consumer holds a connection
+	// while it applies), as production sizes it.
+	r.widePool(Config{}.WithDefaults().DBConns())
 	return &trustRig{rig: r, admin: env.JS, planner: planner, poller: poller, api: api}
 }
 
