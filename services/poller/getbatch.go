@@ -489,14 +489,16 @@ func (r *getRun) failures() []streams.ONUFailure {
 // chainONUPoll is how often waitONUs folds the discovered events again.
 const chainONUPoll = 200 * time.Millisecond
 
-// waitONUs folds the OLT's discovered events again until one ONU is known,
-// ex.awaitONUs has passed or ctx ends (a chained get right after its
-// composite's discovery: the projector publishes the discovered ONUs a
-// moment after the discovery's batches).
+// waitONUs folds the OLT's discovered events again until ONUs are known
+// and their count held still over one more poll (the projector publishes
+// a discovery's ONUs one event each, a moment after its batches: a get
+// that started at the first would read a few), ex.awaitONUs has passed or
+// ctx ends (a chained get right after its composite's discovery).
 func (ex *execution) waitONUs(ctx context.Context) ([]onuInstance, error) {
 	deadline := time.Now().Add(ex.awaitONUs)
 	t := time.NewTicker(chainONUPoll)
 	defer t.Stop()
+	var last []onuInstance
 	for {
 		select {
 		case <-ctx.Done():
@@ -504,11 +506,16 @@ func (ex *execution) waitONUs(ctx context.Context) ([]onuInstance, error) {
 		case <-t.C:
 		}
 		onus, err := ex.p.discoveredONUs(ctx, ex.node)
-		if err != nil || len(onus) > 0 || time.Now().After(deadline) {
+		if err != nil {
+			return nil, err
+		}
+		settled := len(onus) > 0 && len(onus) == len(last)
+		if settled || time.Now().After(deadline) {
 			if len(onus) > 0 {
 				ex.log.Info().Int("onus", len(onus)).Msg("get: the discovery before it in the chain was folded")
 			}
-			return onus, err
+			return onus, nil
 		}
+		last = onus
 	}
 }

@@ -27,6 +27,9 @@ func (e *testEnv) publishDiscovered(t testing.TB, olt string, onus []oltsim.ONU)
 // change for each ONU of onus.
 func (e *testEnv) publishChange(t testing.TB, olt, change string, onus []oltsim.ONU) {
 	t.Helper()
+	// Published together, as the projector's outbox publishes a batch's
+	// events, not one round trip apart.
+	var acks []jetstream.PubAckFuture
 	for _, o := range onus {
 		ev := streams.ONUChanged{OLTID: olt, PonIndex: o.PonIndex, ONUID: int64(o.ID), Change: change,
 			Current: streams.ONUState{Serial: o.Serial}, ExecutionID: "discovery", ObservedAt: time.Now().UTC()}
@@ -34,7 +37,20 @@ func (e *testEnv) publishChange(t testing.TB, olt, change string, onus []oltsim.
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.publishRaw(t, streams.SubjectONU(olt, change), b)
+		f, err := e.JS.PublishAsync(streams.SubjectONU(olt, change), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acks = append(acks, f)
+	}
+	for _, f := range acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatal(err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("publish of onu changes not acknowledged")
+		}
 	}
 }
 
