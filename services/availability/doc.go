@@ -19,7 +19,8 @@
 // UnavailableAfter (45 s) it is unavailable (the planner dispatches
 // nothing to it); the first answer makes it available. An available OLT
 // is probed every ProbeInterval (60 s), a new, re-enabled or re-addressed
-// OLT at once, so one that never answers (a typo in its address or
+// OLT at once (one known available when a term starts: at an offset of
+// the interval by its id, so a restart does not burst into every OLT), so one that never answers (a typo in its address or
 // community) is unavailable within about 50 s. A probe is one GET with its
 // own gosnmp client, ProbeTimeout (2 s) and ProbeRetries (1); Workers
 // bound the probes in flight and each OLT has at most one. Probes do not

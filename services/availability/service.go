@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 
 	"time"
@@ -354,6 +355,13 @@ func (s *service) applyConfig(msg jetstream.Msg) {
 		o.autoDisabled, o.enableSent = false, false // an olt.upserted ends an auto-disable
 		if o.probed() && (!wasProbed || moved) {
 			o.tr.NextProbe = time.Time{} // a new, re-enabled or moved OLT is probed at once
+			if !ok && o.tr.Published == streams.AvailabilityAvailable {
+				// Known available when this term started (a restart, a
+				// fail-over): its probes are spread over the interval by
+				// its id, not all sent at once, so a new term does not
+				// burst into OLTs in the middle of their walks.
+				o.tr.NextProbe = time.Now().Add(spreadOffset(e.ID, s.cfg.ProbeInterval))
+			}
 		}
 	case streams.TypeOLTDeleted:
 		var e streams.OLTDeleted
@@ -631,4 +639,14 @@ func (s *service) gauges() {
 func (s *service) forget() {
 	s.m.available.Reset()
 	s.m.olts.Reset()
+}
+
+// spreadOffset is id's stable offset in [0, interval).
+func spreadOffset(id string, interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	return time.Duration(h.Sum64() % uint64(interval))
 }
