@@ -34,28 +34,7 @@ type alertItem struct {
 // message, each with the checkpoint, so only the refused message is
 // dead-lettered; any other failure retries the same group.
 func (a *alerter) alertsLoop(ctx context.Context) error {
-	cons, err := a.deps.JS.Consumer(ctx, streams.StreamAlert, streams.ConsumerAlerterAlerts)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("consumer %s: %w", streams.ConsumerAlerterAlerts, err)
-	}
-	for ctx.Err() == nil {
-		items, err := a.fetchAlerts(ctx, cons)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			a.deps.Log.Warn().Err(err).Str("consumer", streams.ConsumerAlerterAlerts).Msg("fetch")
-			sleep(ctx, a.cfg.NackDelay)
-			continue
-		}
-		if len(items) > 0 {
-			a.applyAlerts(ctx, items)
-		}
-	}
-	return nil
+	return groupLoop(ctx, a, streams.StreamAlert, streams.ConsumerAlerterAlerts, a.fetchAlerts, a.applyAlerts)
 }
 
 func (a *alerter) fetchAlerts(ctx context.Context, cons jetstream.Consumer) ([]alertItem, error) {

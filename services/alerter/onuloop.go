@@ -31,25 +31,33 @@ type onuItem struct {
 // database and is retried with the same group (kept in progress), so no
 // later message overtakes it.
 func (a *alerter) onuLoop(ctx context.Context) error {
-	cons, err := a.deps.JS.Consumer(ctx, streams.StreamONU, streams.ConsumerAlerterONU)
+	return groupLoop(ctx, a, streams.StreamONU, streams.ConsumerAlerterONU, a.fetchONU, a.applyONU)
+}
+
+// groupLoop runs a grouped consumer of the alerter until ctx ends: fetch
+// what is waiting, apply it as one group (apply handles its own retries
+// and acks); a failed fetch is logged and retried after NackDelay.
+func groupLoop[T any](ctx context.Context, a *alerter, stream, consumer string,
+	fetch func(context.Context, jetstream.Consumer) ([]T, error), apply func(context.Context, []T)) error {
+	cons, err := a.deps.JS.Consumer(ctx, stream, consumer)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("consumer %s: %w", streams.ConsumerAlerterONU, err)
+		return fmt.Errorf("consumer %s: %w", consumer, err)
 	}
 	for ctx.Err() == nil {
-		items, err := a.fetchONU(ctx, cons)
+		items, err := fetch(ctx, cons)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			a.deps.Log.Warn().Err(err).Str("consumer", streams.ConsumerAlerterONU).Msg("fetch")
+			a.deps.Log.Warn().Err(err).Str("consumer", consumer).Msg("fetch")
 			sleep(ctx, a.cfg.NackDelay)
 			continue
 		}
 		if len(items) > 0 {
-			a.applyONU(ctx, items)
+			apply(ctx, items)
 		}
 	}
 	return nil
