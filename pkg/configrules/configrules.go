@@ -327,8 +327,12 @@ func OIDEvent(e streams.OIDUpserted) error {
 		func() error { return Name("name", e.Name) },
 		func() error { return OID("oid", e.OID) },
 		func() error {
+			// A health job's columns name their table: health.<table>.<field>.
+			if _, _, ok := streams.ParseHealthField(e.Field); ok {
+				return nil
+			}
 			if !oneOf(e.Field, streams.ONUFields()) {
-				return bad("field", "field must be one of %s", strings.Join(streams.ONUFields(), ", "))
+				return bad("field", "field must be one of %s, or health.<table>.<field>", strings.Join(streams.ONUFields(), ", "))
 			}
 			return nil
 		},

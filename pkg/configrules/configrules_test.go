@@ -81,6 +81,12 @@ func TestJobAndOID(t *testing.T) {
 		{"negative timeout", configrules.Job(func() streams.JobUpserted { j := job; j.TimeoutSeconds = -5; return j }()), "timeout_seconds"},
 		{"oid not numeric", configrules.OIDEvent(func() streams.OIDUpserted { o := oid; o.OID = "1.3.x"; return o }()), "oid"},
 		{"unknown field", configrules.OIDEvent(func() streams.OIDUpserted { o := oid; o.Field = "password"; return o }()), "field"},
+		{"health column", configrules.OIDEvent(func() streams.OIDUpserted {
+			o := oid
+			o.Field = streams.HealthField(streams.HealthChassis, streams.HFCPUPercent)
+			return o
+		}()), ""},
+		{"unknown health column", configrules.OIDEvent(func() streams.OIDUpserted { o := oid; o.Field = "health.chassis.password"; return o }()), "field"},
 		{"unknown scheme", configrules.Brand(func() streams.BrandUpserted { b := brand; b.IndexScheme = "nope"; return b }()), "index_scheme"},
 	}
 	for _, tc := range tests {

@@ -177,8 +177,8 @@ func (s *server) oidEvent(r *http.Request, id string, req oidRequest) (streams.O
 	if err := checkOID("oid", req.OID); err != nil {
 		return ev, err
 	}
-	if !oneOf(req.Field, Fields) {
-		return ev, badField("field", "field must be one of %s", strings.Join(Fields, ", "))
+	if _, _, health := streams.ParseHealthField(req.Field); !health && !oneOf(req.Field, Fields) {
+		return ev, badField("field", "field must be one of %s, or health.<table>.<field>", strings.Join(Fields, ", "))
 	}
 	if err := checkDecoder("decoder", req.Decoder); err != nil {
 		return ev, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/facho-olt/facho/pkg/configrules"
 	"github.com/facho-olt/facho/pkg/profiles"
 	"github.com/facho-olt/facho/streams"
 )
@@ -214,6 +215,11 @@ func (s *server) ensureProfile(r *http.Request, p profiles.Profile) ([]string, *
 // is there, expecting the subject's last sequence to be the one looked at:
 // false when it exists (or another request created it meanwhile).
 func createIfAbsent[T streams.Event](s *server, r *http.Request, subject string, ev T) (bool, *apiError) {
+	// A profile's events skip the forms' checks: check them as the
+	// projector will, so a profile it would refuse fails here, named.
+	if err := consumerRules(ev); err != nil {
+		return false, &apiError{Status: http.StatusInternalServerError, Msg: fmt.Sprintf("%s: the profile produces an event the consumers refuse: %v", subject, err)}
+	}
 	msg, aerr := s.lastMsg(r.Context(), subject)
 	if aerr != nil {
 		return false, aerr
@@ -232,4 +238,20 @@ func createIfAbsent[T streams.Event](s *server, r *http.Request, subject string,
 		return false, aerr
 	}
 	return true, nil
+}
+
+// consumerRules checks a config event with the rules the projector applies
+// to it (configrules).
+func consumerRules(ev any) error {
+	switch e := ev.(type) {
+	case streams.BrandUpserted:
+		return configrules.Brand(e)
+	case streams.OIDUpserted:
+		return configrules.OIDEvent(e)
+	case streams.JobUpserted:
+		return configrules.Job(e)
+	case streams.OLTUpserted:
+		return configrules.OLT(e)
+	}
+	return nil
 }
