@@ -81,6 +81,13 @@ type Config struct {
 	// writes its row and its history, as a fleet whose optics wobble
 	// does. 0: the tables stand still after the first discovery.
 	RxDriftDBm float64
+	// StatusChurnPercent, when positive, makes that share of the ONUs
+	// change status every interval: the simulator takes online ONUs
+	// offline and brings offline ones back (about a tenth of the fleet
+	// offline in the steady state), so the projector publishes status
+	// changes and the alerter evaluates them (ONU down, PON outage,
+	// flapping). 0: no status changes.
+	StatusChurnPercent float64
 	// BaselineOLTs is how many OLTs the baselines walk (the first ones).
 	BaselineOLTs int
 	// Timeout bounds the measured cycles (after it: partial results).
@@ -178,6 +185,9 @@ func (c Config) Validate() error {
 	if c.RxDriftDBm < 0 || c.RxDriftDBm > 5 {
 		errs = append(errs, fmt.Errorf("rx-drift %g dB: want 0..5", c.RxDriftDBm))
 	}
+	if c.StatusChurnPercent < 0 || c.StatusChurnPercent > 50 {
+		errs = append(errs, fmt.Errorf("status-churn %g %%: want 0..50", c.StatusChurnPercent))
+	}
 	if c.ProfileSeconds < 0 || c.ProfileSeconds > 50 {
 		errs = append(errs, fmt.Errorf("profile seconds %d: want 0..50", c.ProfileSeconds))
 	}
@@ -192,6 +202,7 @@ var serviceBinaries = []string{
 	"github.com/facho-olt/facho/services/projector/cmd/facho-projector",
 	"github.com/facho-olt/facho/services/auditor/cmd/facho-auditor",
 	"github.com/facho-olt/facho/services/api/cmd/facho-api",
+	"github.com/facho-olt/facho/services/alerter/cmd/facho-alerter",
 	"github.com/facho-olt/facho/services/oltsim/cmd/oltsim",
 }
 
@@ -318,7 +329,7 @@ func (r *run) startSimulator(ctx context.Context, bin string) error {
 	env := append(os.Environ(), "OLTSIM_COMMUNITY="+r.community)
 	args := []string{"-olts", strconv.Itoa(r.cfg.OLTs), "-listen", fmt.Sprintf("127.0.0.1:%d", base),
 		"-shape", shapeText(r.cfg.Shape), "-name", "bench", "-http", "", "-log-level", "warn"}
-	if r.cfg.RxDriftDBm > 0 {
+	if r.cfg.RxDriftDBm > 0 || r.cfg.StatusChurnPercent > 0 {
 		// Two ticks an interval: every cycle's readings see at least one.
 		// Bursts follow each other as soon as a cycle is committed: a tick
 		// every 5 s then (a cycle of a large fleet takes a minute or more).
@@ -326,7 +337,14 @@ func (r *run) startSimulator(ctx context.Context, bin string) error {
 		if r.cfg.BurstEveryCycle {
 			tick = min(tick, 5*time.Second)
 		}
-		args = append(args, "-life-interval", tick.String(), "-life-rx-drift", strconv.FormatFloat(r.cfg.RxDriftDBm, 'f', -1, 64))
+		args = append(args, "-life-interval", tick.String())
+		if r.cfg.RxDriftDBm > 0 {
+			args = append(args, "-life-rx-drift", strconv.FormatFloat(r.cfg.RxDriftDBm, 'f', -1, 64))
+		}
+		if r.cfg.StatusChurnPercent > 0 {
+			off, on := churnPercents(r.cfg.StatusChurnPercent, float64(r.cfg.Interval)/float64(tick))
+			args = append(args, "-life-offline", strconv.FormatFloat(off, 'f', -1, 64), "-life-online", strconv.FormatFloat(on, 'f', -1, 64))
+		}
 	}
 	p, err := startProc("oltsim", bin, r.tmp, env, args...)
 	if err != nil {
@@ -521,6 +539,9 @@ func (r *run) startServices(ctx context.Context, bin func(string) string, keysDi
 		{"projector", "facho-projector", natsauth.Projector, projectorEnv(r.cfg.ProjectorWorkers, r.cfg.ProjectorPartitions), nil},
 		{"auditor", "facho-auditor", natsauth.Auditor, nil, nil},
 		{"api", "facho-api", natsauth.API, nil, nil},
+		// The alerter as production runs it: every onu.changed evaluated
+		// (no receiver: what it would send is counted, not delivered).
+		{"alerter", "facho-alerter", natsauth.Alerter, nil, nil},
 	}
 	for i := 2; i <= r.cfg.Projectors; i++ {
 		list = append(list, svc{fmt.Sprintf("projector-%d", i), "facho-projector", natsauth.Projector, projectorEnv(r.cfg.ProjectorWorkers, r.cfg.ProjectorPartitions), nil})
@@ -553,6 +574,18 @@ func (r *run) startServices(ctx context.Context, bin func(string) string, keysDi
 		}
 	}
 	return waitHealthy(ctx, r.procs[2], "http://"+apiAddr+"/healthz", 30*time.Second)
+}
+
+// churnPercents are the simulator's per-tick chances (percent) that an
+// online ONU goes offline and an offline one comes back, for churn percent
+// of the ONUs changing status per interval of ticks ticks: an offline ONU
+// comes back with a 50 % chance a tick, and the offline chance x solves
+// 2xy/(x+y) = churn/ticks (the changes a tick in the steady state, where
+// x/(x+y) of the fleet is offline: about churn percent for churn <= 20).
+func churnPercents(churn, ticks float64) (offline, online float64) {
+	c := churn / max(ticks, 1)
+	const y = 50.0
+	return y * c / (2*y - c), y
 }
 
 func projectorEnv(workers, partitions int) []string {

@@ -86,6 +86,8 @@ func (m *monitor) measure(ctx context.Context, configured time.Time, stopSampler
 	profiled := false
 	expected := 2 * cfg.OLTs
 	var rows []execRow
+	var steadyFrom alerterSnap
+	steadyOK := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,6 +119,11 @@ func (m *monitor) measure(ctx context.Context, configured time.Time, stopSampler
 			} else if cur == 0 {
 				cur = k
 			}
+		}
+		// The alerter's steady figures start once it has evaluated cycle 1
+		// (the first discovery's burst of new ONUs).
+		if walked >= 1 && !steadyOK {
+			steadyFrom, steadyOK = m.alerterCaughtUp(ctx)
 		}
 		last := m.lastSample()
 		if cfg.BurstEveryCycle {
@@ -150,6 +157,7 @@ func (m *monitor) measure(ctx context.Context, configured time.Time, stopSampler
 		}
 	}
 	m.profWG.Wait()
+	m.alertingFigures(ctx, steadyFrom, steadyOK, 10*time.Minute)
 	// Usage before the processes stop.
 	m.usage(ctx)
 	rows, err := m.executions(ctx)

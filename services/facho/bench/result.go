@@ -78,6 +78,8 @@ type Result struct {
 	ProfileService             string     `json:"profile_service,omitempty"`
 	ProfileTop                 string     `json:"profile_top,omitempty"`
 	StreamNote                 string     `json:"stream_note,omitempty"`
+	// Alerting: the alerter's evaluation of the run's ONU changes.
+	Alerting *Alerting `json:"alerting,omitempty"`
 }
 
 // Cycle is one discovery+GET cycle over the fleet.
@@ -382,6 +384,9 @@ func (r *Result) WriteTable(w io.Writer) {
 	if r.RxDriftDBm > 0 {
 		spread += fmt.Sprintf("; changes-heavy: every ONU's Rx drifts up to %g dB twice an interval", r.RxDriftDBm)
 	}
+	if r.Alerting != nil && r.Alerting.StatusChurnPercent > 0 {
+		spread += fmt.Sprintf("; %g %% of the ONUs change status every interval", r.Alerting.StatusChurnPercent)
+	}
 	fmt.Fprintf(tw, "facho bench: %d OLTs x %d ONUs (%s), %d cycles every %s (%s), %d pollers x %d workers, %d projectors (%d partitions), max-repetitions %d, %d CPUs\n",
 		r.OLTs, r.ONUsPerOLT, r.Shape, r.Cycles, time.Duration(r.IntervalSeconds*float64(time.Second)), spread, r.Pollers, r.Workers, r.Projectors, r.ProjectorPartitions, r.MaxRepetitions, r.CPUs)
 	if r.Incomplete != "" {
@@ -458,6 +463,7 @@ func (r *Result) WriteTable(w io.Writer) {
 	if r.StreamNote != "" {
 		fmt.Fprintln(w, "note:", r.StreamNote)
 	}
+	r.Alerting.write(w)
 	if r.ProfileTop != "" {
 		fmt.Fprintf(w, "\nCPU profile of the hottest service (%s):\n%s", r.ProfileService, r.ProfileTop)
 	}

@@ -38,6 +38,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	spread := fs.Duration("first-run-spread", -time.Second, "the planner's -first-run-spread: negative (the default) makes the fleet's runs fall due together, the worst case, to measure capacity; 15m spreads them as production does")
 	burst := fs.Bool("burst-every-cycle", false, "make every cycle fall due together, not only the first (the bench disables and enables the jobs once a cycle is walked and committed): steady cycles then measure capacity, not the load runs spread as the previous cycle's ends offer")
 	rxDrift := fs.Float64("rx-drift", 0, "changes-heavy cycles: the simulator moves every ONU's Rx by up to this many dB twice an interval, so every reading changes (0: quiet cycles after the first)")
+	churn := fs.Float64("status-churn", 0, "percent of the ONUs whose status changes every interval: the simulator takes ONUs offline and back, and the alerter's evaluation of the changes is measured (0: none)")
 	profileCycle := fs.Int("profile-cycle", 1, "the cycle whose first -profile-seconds are profiled (2: a steady cycle, without the first one's inserts)")
 	profileDir := fs.String("profile-dir", "", "keep the CPU profiles in this folder (one per service; nats.pprof: the embedded NATS server)")
 	jsonPath := fs.String("json", "", "also write the result as JSON to this file")
@@ -68,7 +69,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	cfg := bench.Config{
 		OLTs: *olts, Shape: shape, Cycles: *cycles, Interval: *interval, Pollers: *pollers, Workers: *workers,
 		MaxRepetitions: *reps, ProjectorWorkers: *projWorkers, Projectors: *projectors, ProjectorPartitions: *projPartitions, BaselineOLTs: *baselineOLTs, Timeout: *timeout, ProfileSeconds: *profile, ProfileDir: *profileDir, ProfileCycle: *profileCycle,
-		FirstRunSpread: *spread, BurstEveryCycle: *burst, RxDriftDBm: *rxDrift,
+		FirstRunSpread: *spread, BurstEveryCycle: *burst, RxDriftDBm: *rxDrift, StatusChurnPercent: *churn,
 		DatabaseURL: getenv("DATABASE_URL"), BinDir: *binDir, Progress: stderr, TTY: tty,
 		Log: log,
 	}
