@@ -35,7 +35,7 @@ func TestBenchSmoke(t *testing.T) {
 	var progress bytes.Buffer
 	res, err := Run(ctx, Config{
 		OLTs: 2, Shape: oltsim.Shape{Slots: 1, PortsPerSlot: 1, ONUsPerPort: 8}, Cycles: 2, Interval: time.Minute, BurstEveryCycle: true,
-		BaselineOLTs: 1, ProfileSeconds: 1, DatabaseURL: server, Progress: &progress, Log: zerolog.Nop(),
+		BaselineOLTs: 1, ProfileSeconds: 1, DatabaseURL: server, Progress: &progress, Log: zerolog.Nop(), StatusChurnPercent: 20,
 		Timeout: 2 * time.Minute,
 	})
 	if err != nil {
@@ -65,7 +65,11 @@ func TestBenchSmoke(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &keys); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"walk_varbinds_per_s", "end_to_end_varbinds_per_s", "cycle_seconds", "lateness_p99_seconds", "stream_bytes_per_varbind"} {
+	// The alerter evaluated at least the first discovery's new ONUs.
+	if a := res.Alerting; a == nil || a.ONUEvents < int64(res.ONUs) || a.LagP99 <= 0 || a.PendingAtEnd != 0 {
+		t.Errorf("alerting figures: %+v, want every discovered ONU (%d) evaluated", a, res.ONUs)
+	}
+	for _, k := range []string{"walk_varbinds_per_s", "end_to_end_varbinds_per_s", "cycle_seconds", "lateness_p99_seconds", "stream_bytes_per_varbind", "alerting"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("JSON lacks %s", k)
 		}
