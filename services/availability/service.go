@@ -464,6 +464,10 @@ func (s *service) applyProbe(r probeResult) {
 		return
 	}
 	o.inFlight = false
+	if s.leaseFailing && r.skipped != SkipLeaseError {
+		s.leaseFailing = false
+		s.log.Info().Msg("OLT lease bucket answers again: probing")
+	}
 	if r.skipped != "" {
 		// No evidence either way: the state stays, the OLT is tried
 		// again a Recheck later (a walk's outcome may come first).
@@ -478,10 +482,6 @@ func (s *service) applyProbe(r probeResult) {
 			s.log.Debug().Str(telemetry.KeyOLT, o.id).Str("reason", r.skipped).Str("error", r.err).Msg("probe skipped")
 		}
 		return
-	}
-	if s.leaseFailing {
-		s.leaseFailing = false
-		s.log.Info().Msg("OLT lease bucket answers again: probing")
 	}
 	s.m.probeTime.Observe(r.duration.Seconds())
 	if !o.probed() || r.start.Before(o.lastObserved) {
