@@ -177,8 +177,9 @@ func Table() []Identity {
 			// The configuration replay (OLTs, their targets), the execution
 			// outcomes, its own last states (last message per subject).
 			Ordered: []string{streams.StreamConfig, streams.StreamExec, streams.StreamOLT},
-			// Its leader lease.
-			Buckets: []string{streams.BucketAvailabilityLeader},
+			// Its leader lease; the OLT leases (a probe holds the OLT's
+			// lease, as a poller's walk does, so the two never overlap).
+			Buckets: []string{streams.BucketAvailabilityLeader, streams.BucketLeases},
 		},
 		{
 			Name:        Alerter,

@@ -7,6 +7,7 @@
 //	FACHO_OLT facho.olt.*.availability (last per subject) --> restored states
 //	FACHO_CONFIG olt.upserted/deleted, olt.auto_disabled/auto_enabled --> OLTs to probe
 //	FACHO_EXEC execution.failed (no answer) / succeeded (read something) --> observations
+//	KV facho_leases (the OLT's lease, tried without waiting) --> probe or skip
 //	probe workers (sysUpTime.0 GET, gosnmp, bounded pool) --> observations
 //	observations + ticks --> Tracker (tracker.go: the pure state machine)
 //	    --> facho.olt.<olt_id>.availability (OLTAvailability, on each change)
@@ -23,8 +24,24 @@
 // the interval by its id, so a restart does not burst into every OLT), so one that never answers (a typo in its address or
 // community) is unavailable within about 50 s. A probe is one GET with its
 // own gosnmp client, ProbeTimeout (2 s) and ProbeRetries (1); Workers
-// bound the probes in flight and each OLT has at most one. Probes do not
-// take the per-OLT lease: they are one small request.
+// bound the probes in flight and each OLT has at most one.
+//
+// A probe never overlaps a walk (probe.go, leasedProber): it tries the
+// OLT's lease in KV facho_leases, the one a poller holds for a walk,
+// without waiting, and releases it right after the GET. Held by another
+// (a walk in progress: no evidence that the OLT does not answer), the
+// probe is skipped, the OLT's state does not change and it is tried again
+// a Recheck later; facho_availability_probes_skipped_total{reason} counts
+// it (olt_busy, lease_error, lease_lost). A service that dies mid-probe
+// leaves the key to expire after the bucket's TTL, as a dead poller's.
+// A poller is not starved: a probe holds the lease for one GET (at most
+// ProbeTimeout x (1+ProbeRetries)), at most once per Recheck per OLT, and
+// a poller that finds it busy tries again within a second. When the
+// bucket does not answer, probes are skipped (lease_error), never sent
+// without the lease, and states stay as they are until it answers: a
+// replica cut off from NATS loses its leader lease anyway, and with no
+// OLT lease no poller walks either, so nothing is dispatched to the OLTs
+// meanwhile.
 //
 // Exactly once: a state is published only when it differs from the last
 // one published for the OLT, with Nats-Msg-Id avail:<olt>:<state>:<since>;

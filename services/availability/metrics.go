@@ -11,6 +11,7 @@ type metrics struct {
 	available   *prometheus.GaugeVec
 	probeTime   prometheus.Histogram
 	probes      *prometheus.CounterVec
+	skipped     *prometheus.CounterVec
 	changes     *prometheus.CounterVec
 	publishErrs prometheus.Counter
 	autoEnabled prometheus.Counter
@@ -33,6 +34,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "facho_availability_probes_total", Help: "Probes by result (answered, no_answer).",
 		}, []string{"result"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_availability_probes_skipped_total",
+			Help: "Probes not sent, by reason: olt_busy (another holder, a poller's walk, had the OLT's lease), lease_error (the lease bucket did not answer), lease_lost (the lease was lost during the probe). A skipped probe changes no state.",
+		}, []string{"reason"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "facho_availability_changes_total", Help: "Availability changes published, by new state.",
 		}, []string{"state"}),
@@ -49,10 +54,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "facho_availability_execution_outcomes_total", Help: "Execution outcomes read, by what they say of the OLT (answered, no_answer, ignored).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.olts, m.available, m.probeTime, m.probes, m.changes, m.publishErrs, m.autoEnabled, m.leader, m.observed} {
+	for _, c := range []prometheus.Collector{m.olts, m.available, m.probeTime, m.probes, m.skipped, m.changes, m.publishErrs, m.autoEnabled, m.leader, m.observed} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("availability: register metrics: %w", err)
 		}
+	}
+	for _, r := range []string{SkipOLTBusy, SkipLeaseError, SkipLeaseLost} {
+		m.skipped.WithLabelValues(r) // exported at 0 from the start
 	}
 	return m, nil
 }

@@ -56,7 +56,18 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		}
 		return fmt.Errorf("availability: %w", err)
 	}
+	// The OLT leases the pollers hold for their walks: a probe holds one
+	// too (probe.go), so it never overlaps a walk.
+	oltLeases, err := lease.Open(ctx, deps.JS, streams.BucketLeases, cfg.Instance)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("availability: %w", err)
+	}
 	log := deps.Log.With().Str("instance", cfg.Instance).Logger()
+	prober := &leasedProber{leases: oltLeases, timeout: cfg.ProbeTimeout, retries: cfg.ProbeRetries,
+		releaseTimeout: cfg.PublishTimeout, now: deps.Now, log: log}
 	poll := max(leader.TTL()/4, 100*time.Millisecond)
 	standing := false
 	for {
@@ -82,7 +93,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		m.leader.Set(1)
 		log.Info().Uint64("lease_revision", l.Revision()).Msg("leader lease acquired: probing")
 		lctx, cancel := l.Context(ctx)
-		s := &service{cfg: cfg, deps: deps, log: log, m: m, olts: map[string]*olt{}}
+		s := &service{cfg: cfg, deps: deps, log: log, m: m, olts: map[string]*olt{}, prober: prober}
 		err = s.term(lctx)
 		cancel()
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.PublishTimeout)
@@ -133,6 +144,11 @@ type service struct {
 	m    *metrics
 	olts map[string]*olt
 	last map[string]streams.OLTAvailability // published states at the start
+	// prober sends the probes under the OLTs' leases.
+	prober *leasedProber
+	// leaseFailing: the last probe found the lease bucket unanswering
+	// (logged once until a lease is acquired again).
+	leaseFailing bool
 }
 
 type probeJob struct {
@@ -181,13 +197,7 @@ func (s *service) term(ctx context.Context) error {
 				case <-wctx.Done():
 					return
 				case j := <-jobs:
-					start := time.Now()
-					ok, err := probe(wctx, j.t, s.cfg.ProbeTimeout, s.cfg.ProbeRetries)
-					r := probeResult{oltID: j.oltID, start: s.deps.Now(), duration: time.Since(start), answered: ok}
-					r.start = r.start.Add(-r.duration)
-					if err != nil {
-						r.err = err.Error()
-					}
+					r := s.prober.run(wctx, j)
 					select {
 					case results <- r:
 					case <-wctx.Done():
@@ -454,6 +464,25 @@ func (s *service) applyProbe(r probeResult) {
 		return
 	}
 	o.inFlight = false
+	if s.leaseFailing && r.skipped != SkipLeaseError {
+		s.leaseFailing = false
+		s.log.Info().Msg("OLT lease bucket answers again: probing")
+	}
+	if r.skipped != "" {
+		// No evidence either way: the state stays, the OLT is tried
+		// again a Recheck later (a walk's outcome may come first).
+		s.m.skipped.WithLabelValues(r.skipped).Inc()
+		o.tr.Skipped(s.cfg.timings(), r.start)
+		switch {
+		case r.skipped == SkipLeaseError && !s.leaseFailing:
+			s.leaseFailing = true
+			s.log.Warn().Str(telemetry.KeyOLT, o.id).Str("error", r.err).
+				Msg("OLT lease bucket unreachable: probes are skipped, states stay as they are until it answers")
+		default:
+			s.log.Debug().Str(telemetry.KeyOLT, o.id).Str("reason", r.skipped).Str("error", r.err).Msg("probe skipped")
+		}
+		return
+	}
 	s.m.probeTime.Observe(r.duration.Seconds())
 	if !o.probed() || r.start.Before(o.lastObserved) {
 		return

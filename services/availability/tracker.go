@@ -77,6 +77,14 @@ func (t *Tracker) Answer(tm Timings, at time.Time, source, executionID string) {
 	t.NextProbe = at.Add(tm.ProbeInterval)
 }
 
+// Skipped records a probe that was not sent at at because the OLT was
+// busy (a walk held its lease) or its lease could not be checked: no
+// evidence either way, so nothing but the next probe changes (one Recheck
+// later; a walk's outcome, if it comes first, counts as an observation).
+func (t *Tracker) Skipped(tm Timings, at time.Time) {
+	t.NextProbe = at.Add(tm.Recheck)
+}
+
 // Tick moves an OLT unreachable for UnavailableAfter to unavailable; it
 // reports whether it did.
 func (t *Tracker) Tick(tm Timings, now time.Time) bool {

@@ -44,6 +44,17 @@ func TestTracker(t *testing.T) {
 			{30 * time.Second, "answer", streams.AvailabilityAvailable, 30 * time.Second, 90 * time.Second, 0},
 			{50 * time.Second, "tick", streams.AvailabilityAvailable, 30 * time.Second, 90 * time.Second, 0},
 		}},
+		{"a skipped probe (OLT busy) changes only the next probe: available stays available", []step{
+			{0, "answer", streams.AvailabilityAvailable, 0, 60 * time.Second, 0},
+			{60 * time.Second, "skip", streams.AvailabilityAvailable, 0, 75 * time.Second, 0},
+			{75 * time.Second, "skip", streams.AvailabilityAvailable, 0, 90 * time.Second, 0},
+		}},
+		{"a skipped probe does not end an outage nor count as a failure", []step{
+			{0, "fail", streams.AvailabilityUnreachable, 0, 15 * time.Second, 1},
+			{15 * time.Second, "skip", streams.AvailabilityUnreachable, 0, 30 * time.Second, 1},
+			{45 * time.Second, "tick", streams.AvailabilityUnavailable, 0, 30 * time.Second, 1},
+			{50 * time.Second, "skip", streams.AvailabilityUnavailable, 0, 65 * time.Second, 1},
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -57,6 +68,12 @@ func TestTracker(t *testing.T) {
 					tr.NoAnswer(tm, at, "request timeout", streams.AvailabilitySourceProbe, "")
 				case "tick":
 					tr.Tick(tm, at)
+				case "skip":
+					answers := tr.Answers
+					tr.Skipped(tm, at)
+					if tr.Answers != answers {
+						t.Fatalf("step %d: a skipped probe changed the answers counted for a recovery: %d, was %d", i, tr.Answers, answers)
+					}
 				}
 				if tr.State != s.state || !tr.Since.Equal(t0.Add(s.since)) || !tr.NextProbe.Equal(t0.Add(s.next)) || tr.FailedChecks != s.failed {
 					t.Fatalf("step %d (%s at %s): state %q since %s next %s failed %d; want %q since %s next %s failed %d", i, s.op, s.at,

@@ -21,14 +21,7 @@ type healthMetrics struct {
 }
 
 func newHealthMetrics(reg prometheus.Registerer) (*healthMetrics, error) {
-	m := &healthMetrics{
-		readings: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "facho_projector_health_readings_applied_total", Help: "OLT health readings applied to olt_health (older or redelivered ones are not counted).",
-		}),
-		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "facho_projector_health_changes_total", Help: "State changes recorded in olt_health_history, by component (fan, psu, pon, uplink).",
-		}, []string{"component"}),
-	}
+	m := healthCounters()
 	if reg == nil {
 		return m, nil
 	}
@@ -38,6 +31,42 @@ func newHealthMetrics(reg prometheus.Registerer) (*healthMetrics, error) {
 		return nil, fmt.Errorf("register projector health metrics: %w", err)
 	}
 	return m, nil
+}
+
+// healthCounters are the health projection's counters, registered nowhere.
+func healthCounters() *healthMetrics {
+	return &healthMetrics{
+		readings: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_projector_health_readings_applied_total", Help: "OLT health readings applied to olt_health (older or redelivered ones are not counted).",
+		}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "facho_projector_health_changes_total", Help: "State changes recorded in olt_health_history, by component (fan, psu, pon, uplink).",
+		}, []string{"component"}),
+	}
+}
+
+// healthReadModel is `facho rebuild olt_health`: the health tables from the
+// readings on FACHO_OLT, through the live decoder (its counters registered
+// nowhere: a rebuild does not move the live metrics). A reading touches
+// its OLT's rows only, so OLTs are applied in parallel.
+func (p *projector) healthReadModel() projection.ReadModel {
+	return projection.ReadModel{
+		Name:        ReadModelOLTHealth,
+		Description: "each OLT's last health reading, its PON ports and the history of their state changes, from the health readings",
+		Sources: []projection.Source{
+			{Stream: streams.StreamOLT, Consumer: streams.ConsumerProjectorHealth, Decode: projection.SubjectChecked(p.decodeHealth(healthCounters())),
+				Partition: projection.SubjectToken(2)}, // facho.olt.<olt>.health
+		},
+		Tables: []projection.Table{
+			// updated_at is the projection's clock.
+			{Name: "olt_health", Key: []string{"olt_id"}, Ignore: []string{"updated_at"}},
+			{Name: "olt_pon_health", Key: []string{"olt_id", "idx"}},
+			// A change is one field of one row of one reading
+			// (uniqueHealthRows); the id is the live sequence's.
+			{Name: "olt_health_history", Key: []string{"olt_id", "stream_seq", "component", "idx", "field"},
+				Ignore: []string{"id"}, Generated: []string{"id"}},
+		},
+	}
 }
 
 // decodeHealth projects an OLT's health readings (consumer projector-health
@@ -64,6 +93,9 @@ func (p *projector) decodeHealth(m *healthMetrics) func(jsrouter.Msg) (projectio
 		if err := e.Validate(); err != nil {
 			return projection.Change{}, fmt.Errorf("%w: olt.health: %w", streams.ErrMalformed, err)
 		}
+		if err := uniqueHealthRows(e); err != nil {
+			return projection.Change{}, fmt.Errorf("%w: olt.health: %w", streams.ErrMalformed, err)
+		}
 		seq := int64(msg.Seq)
 		return projection.Change{Apply: func(ctx context.Context, tx pgx.Tx) error {
 			n, err := applyHealth(ctx, tx, e, seq, m)
@@ -76,6 +108,45 @@ func (p *projector) decodeHealth(m *healthMetrics) func(jsrouter.Msg) (projectio
 			return nil
 		}}, nil
 	}
+}
+
+// uniqueHealthRows refuses a reading that reports a row twice in a table
+// (the poller joins each table's columns by row, so it never does): a
+// row's changes are keyed by the reading, the component, the row and the
+// field, which is how a rebuild matches olt_health_history rows with the
+// live ones (their ids differ).
+func uniqueHealthRows(e streams.OLTHealth) error {
+	check := func(table string, idx []string) error {
+		seen := make(map[string]bool, len(idx))
+		for _, i := range idx {
+			if seen[i] {
+				return fmt.Errorf("%s row %q reported twice", table, i)
+			}
+			seen[i] = true
+		}
+		return nil
+	}
+	var errs []error
+	units := func(table string, us []streams.UnitHealth) {
+		idx := make([]string, len(us))
+		for i, u := range us {
+			idx[i] = u.Index
+		}
+		errs = append(errs, check(table, idx))
+	}
+	units(streams.HealthFans, e.Fans)
+	units(streams.HealthPSUs, e.PSUs)
+	pons := make([]string, len(e.PONs))
+	for i, p := range e.PONs {
+		pons[i] = p.Index
+	}
+	errs = append(errs, check(streams.HealthPONs, pons))
+	ups := make([]string, len(e.Uplinks))
+	for i, u := range e.Uplinks {
+		ups[i] = u.Index
+	}
+	errs = append(errs, check(streams.HealthUplinks, ups))
+	return errors.Join(errs...)
 }
 
 // healthChange is one olt_health_history row.
@@ -172,8 +243,11 @@ func applyHealth(ctx context.Context, tx pgx.Tx, e streams.OLTHealth, seq int64,
 	}
 	if len(changes) > 0 {
 		// Bounded: the newest maxHealthHistory changes of each OLT are kept.
+		// Ordered by what the rows hold, not by id: a rebuild (facho
+		// rebuild olt_health) gives the rows other ids, and must keep
+		// the same ones.
 		if _, err := tx.Exec(ctx, `DELETE FROM olt_health_history WHERE id IN (SELECT id FROM olt_health_history WHERE olt_id = $1
-			ORDER BY observed_at DESC, id DESC OFFSET $2)`, e.OLTID, maxHealthHistory); err != nil {
+			ORDER BY observed_at DESC, stream_seq DESC, component, idx, field OFFSET $2)`, e.OLTID, maxHealthHistory); err != nil {
 			return 0, wrap(err, "trim olt_health_history of %s", e.OLTID)
 		}
 	}

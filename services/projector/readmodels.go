@@ -13,6 +13,7 @@ const (
 	ReadModelONUData         = "onu_data"
 	ReadModelExecutions      = "executions"
 	ReadModelOLTAvailability = "olt_availability"
+	ReadModelOLTHealth       = "olt_health"
 )
 
 // ReadModels registers the projector's rebuildable read models
@@ -90,5 +91,6 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			// updated_at is the event's time: the same live and rebuilt.
 			Tables: []projection.Table{{Name: "olt_availability", Key: []string{"olt_id"}}},
 		},
+		p.healthReadModel(), // health.go
 	}, nil
 }
