@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -16,7 +17,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/parquet-go/parquet-go"
@@ -502,9 +502,7 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 		if olt != "" {
 			q += ` WHERE olt_id = ` + pgLiteral(olt)
 		}
-		n, err := copyCSV(ctx, pool, w, q, []int{7, 8, 20, 21, 24}, func(tx pgx.Tx) (func([][]byte) uint64, error) {
-			return onuWalksFix(ctx, tx, olt)
-		}, newProgress(io.Discard, ""), 0)
+		n, err := copyCSV(ctx, pool, w, q, []int{7, 8, 20, 21, 24}, onuWalksFix(olt), newProgress(io.Discard, ""), 0)
 		if err != nil {
 			return n, fmt.Errorf("export onu-data: %w", err)
 		}
@@ -553,42 +551,40 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 	return out.n, out.close()
 }
 
-// onuWalksFix reads onu_walks (of one OLT, or all) and returns what sets,
-// in an onu_data row as COPY writes it (the columns of onuDataHeader), the
+// onuWalksFix reads onu_walks (of one OLT, or all) and sets, in an
+// onu_data row as COPY writes it (the columns of onuDataHeader), the
 // last_seen and last_execution_id of the OLT's last complete walk when the
 // walk is later and the ONU is not removed.
-func onuWalksFix(ctx context.Context, tx pgx.Tx, olt string) (func([][]byte) uint64, error) {
-	type walk struct{ seen, exec []byte }
-	rows, err := tx.Query(ctx, `SELECT olt_id, execution_id, seen_at::text FROM onu_walks WHERE $1 = '' OR olt_id = $1`, olt)
-	if err != nil {
-		return nil, fmt.Errorf("walks: %w", err)
+func onuWalksFix(olt string) *copyFix {
+	q := `SELECT olt_id, execution_id, seen_at::text FROM onu_walks`
+	if olt != "" {
+		q += ` WHERE olt_id = ` + pgLiteral(olt)
 	}
-	walks := map[string]walk{}
-	for rows.Next() {
-		var id, exec, seen string
-		if err := rows.Scan(&id, &exec, &seen); err != nil {
-			return nil, fmt.Errorf("walks: %w", err)
+	return &copyFix{pre: q, build: func(rows [][][]byte) (func([][]byte) uint64, error) {
+		type walk struct{ seen, exec []byte }
+		walks := map[string]walk{}
+		for _, r := range rows {
+			if len(r) != 3 {
+				return nil, fmt.Errorf("walks: %d columns", len(r))
+			}
+			walks[string(r[0])] = walk{seen: bytes.Clone(r[2]), exec: appendCSVField(nil, string(r[1]))}
 		}
-		walks[id] = walk{seen: []byte(seen), exec: appendCSVField(nil, exec)}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("walks: %w", err)
-	}
-	const oltCol, lastSeen, lastExec, removedAt = 0, 8, 9, 24
-	return func(f [][]byte) uint64 {
-		if len(f) != len(onuDataHeader) || len(f[removedAt]) != 0 {
+		const oltCol, lastSeen, lastExec, removedAt = 0, 8, 9, 24
+		return func(f [][]byte) uint64 {
+			if len(f) != len(onuDataHeader) || len(f[removedAt]) != 0 {
+				return 0
+			}
+			wk, ok := walks[string(csvUnquote(f[oltCol]))]
+			if !ok {
+				return 0
+			}
+			if later, ok := pgTimeAfter(wk.seen, f[lastSeen]); ok && later {
+				f[lastSeen], f[lastExec] = wk.seen, wk.exec
+				return 1<<lastSeen | 1<<lastExec
+			}
 			return 0
-		}
-		wk, ok := walks[string(csvUnquote(f[oltCol]))]
-		if !ok {
-			return 0
-		}
-		if later, ok := pgTimeAfter(wk.seen, f[lastSeen]); ok && later {
-			f[lastSeen], f[lastExec] = wk.seen, wk.exec
-			return 1<<lastSeen | 1<<lastExec
-		}
-		return 0
-	}, nil
+		}, nil
+	}}
 }
 
 // pgLiteral quotes s as a SQL string literal (standard conforming

@@ -8,45 +8,57 @@ import (
 	"math/bits"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pgCSVSession is what copyCSV sets in its transaction: the time text the
-// rewriter expects ("2026-01-02 03:04:05.5+00") and the shortest exact
-// text of a double.
-const pgCSVSession = `SET LOCAL TimeZone TO 'UTC'; SET LOCAL DateStyle TO 'ISO'; SET LOCAL extra_float_digits TO 1`
+// pgCSVBegin starts copyCSV's transaction and sets in it the time text
+// the rewriter expects ("2026-01-02 03:04:05.5+00") and the shortest
+// exact text of a double.
+const pgCSVBegin = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL TimeZone TO 'UTC'; SET LOCAL DateStyle TO 'ISO'; SET LOCAL extra_float_digits TO 1`
+
+// copyFix is what an export applies to the rows of a copyCSV: pre, a
+// query whose rows (as text) fix is built from, in the COPY's snapshot.
+type copyFix struct {
+	pre   string
+	build func(rows [][][]byte) (func(fields [][]byte) (changed uint64), error)
+}
 
 // copyCSV writes the rows of query as CSV with its column names as the
 // header, through COPY: Postgres formats the rows, and they pass through
 // a pgCSV rewriter on the way out (the time columns to RFC 3339, empty
-// strings to empty cells, and fix, if any, per row). It runs in one
-// read-only repeatable-read transaction; before the COPY, prepare (if
-// any) reads what fix needs in it, so both see the same snapshot. It
-// returns the rows written (COPY's count); bar, if on, counts them
-// against total.
-func copyCSV(ctx context.Context, pool *pgxpool.Pool, w io.Writer, query string, times []int, prepare func(pgx.Tx) (func(fields [][]byte) uint64, error), bar *progress, total int64) (int64, error) {
+// strings to empty cells, and fix's changes, if any). It runs in one
+// read-only repeatable-read transaction, fix's query in it before the
+// COPY, in three round trips (begin, settings and fix's query in one;
+// the COPY; the rollback): on a busy machine each costs a wake-up of
+// the server. It returns the rows written (COPY's count); bar, if on,
+// counts them against total.
+func copyCSV(ctx context.Context, pool *pgxpool.Pool, w io.Writer, query string, times []int, fix *copyFix, bar *progress, total int64) (int64, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Release()
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return 0, err
+	defer conn.Release() // after the rollback: the pool closes a connection left in a transaction
+	pc := conn.Conn().PgConn()
+	if v := pc.ParameterStatus("standard_conforming_strings"); v != "on" {
+		return 0, fmt.Errorf("standard_conforming_strings is %q: the export quotes its literals for on", v)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // read only: nothing to keep
-	if _, err := tx.Exec(ctx, pgCSVSession); err != nil {
+	begin := pgCSVBegin
+	if fix != nil {
+		begin += "; " + fix.pre
+	}
+	results, err := pc.Exec(ctx, begin).ReadAll()
+	defer func() { _, _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").ReadAll() }() // read only: nothing to keep
+	if err != nil {
 		return 0, err
 	}
 	rw := newPGCSV(w, times)
 	rw.bar, rw.total = bar, uint64(max(total, 0))
-	if prepare != nil {
-		if rw.fix, err = prepare(tx); err != nil {
+	if fix != nil {
+		if rw.fix, err = fix.build(results[len(results)-1].Rows); err != nil {
 			return 0, err
 		}
 	}
-	tag, err := tx.Conn().PgConn().CopyTo(ctx, rw, `COPY (`+query+`) TO STDOUT (FORMAT csv, HEADER)`)
+	tag, err := pc.CopyTo(ctx, rw, `COPY (`+query+`) TO STDOUT (FORMAT csv, HEADER)`)
 	if err == nil {
 		err = rw.flush()
 	}
