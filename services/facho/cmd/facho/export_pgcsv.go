@@ -320,7 +320,7 @@ func csvUnquote(f []byte) []byte {
 func pgTimeAfter(a, b []byte) (after, ok bool) {
 	canonical := func(s []byte) bool {
 		n := len(s)
-		return n >= 22 && s[4] == '-' && s[10] == ' ' && s[19] != ':' && (s[19] == '.' || s[19] == '+') && s[n-3] == '+' && s[n-2] == '0' && s[n-1] == '0'
+		return n >= 22 && s[4] == '-' && s[10] == ' ' && (s[19] == '.' || s[19] == '+') && s[n-3] == '+' && s[n-2] == '0' && s[n-1] == '0'
 	}
 	if canonical(a) && canonical(b) {
 		if c := bytes.Compare(a[:19], b[:19]); c != 0 {
