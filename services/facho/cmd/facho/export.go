@@ -423,7 +423,14 @@ func parseTimeFlag(v string, now time.Time) (time.Time, error) {
 }
 
 // exportONUHistory writes the onu_history rows of h, oldest change first,
-// and returns the rows written.
+// and returns the rows written. The CSV's changes of one time (one
+// message's, as a rule) are in no guaranteed order; parquet orders them
+// by OLT, PON, ONU, message and field.
+//
+// Ordered by at alone, Postgres reads each day's partition in the order
+// of its index on at and sorts nothing; a tie-break (OLT, PON, ONU,
+// message, field) made it sort every time's rows, which cost more than
+// the rest of the export (see docs/benchmarks.md).
 func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, format string, w io.Writer, bar *progress) (int64, error) {
 	const where = ` FROM onu_history WHERE at >= $1 AND at <= $2 AND ($3 = '' OR olt_id = $3)`
 	from := h.From
@@ -437,11 +444,14 @@ func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, f
 		}
 	}
 	if format == "csv" {
-		// Postgres writes the CSV (COPY), the values as the Go path would.
-		q := `SELECT at, olt_id, pon_index, onu_id, field, old_value, new_value, NULLIF(execution_id, '') AS execution_id, stream_seq
-			FROM onu_history WHERE at >= ` + pgLiteral(from.UTC().Format(time.RFC3339Nano)) + ` AND at <= ` + pgLiteral(h.To.UTC().Format(time.RFC3339Nano)) +
-			` AND (` + pgLiteral(h.OLT) + ` = '' OR olt_id = ` + pgLiteral(h.OLT) + `) ORDER BY at, olt_id, pon_index, onu_id, stream_seq, field`
-		n, err := copyCSV(ctx, pool, w, q, []int{0}, bar, total)
+		// Postgres writes the CSV (COPY), pgCSV the times and empty cells
+		// as the Go path would.
+		q := `SELECT at, olt_id, pon_index, onu_id, field, old_value, new_value, execution_id, stream_seq
+			FROM onu_history WHERE at >= ` + pgLiteral(from.UTC().Format(time.RFC3339Nano)) + ` AND at <= ` + pgLiteral(h.To.UTC().Format(time.RFC3339Nano))
+		if h.OLT != "" {
+			q += ` AND olt_id = ` + pgLiteral(h.OLT)
+		}
+		n, err := copyCSV(ctx, pool, w, q+` ORDER BY at`, []int{0}, nil, bar, total)
 		if err != nil {
 			return n, fmt.Errorf("export onu-history: %w", err)
 		}
@@ -451,6 +461,7 @@ func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, f
 	if err != nil {
 		return 0, err
 	}
+	// Parquet breaks ties too: its encoding costs more than the sort.
 	rows, err := pool.Query(ctx, `SELECT at, olt_id, pon_index, onu_id, field, old_value, new_value, execution_id, stream_seq`+where+
 		` ORDER BY at, olt_id, pon_index, onu_id, stream_seq, field`, from, h.To, h.OLT)
 	if err != nil {
@@ -476,20 +487,22 @@ func exportONUHistory(ctx context.Context, pool *pgxpool.Pool, h historyRange, f
 	return out.n, out.close()
 }
 
-// exportONUData writes onu_data and returns the rows written.
+// exportONUData writes onu_data and returns the rows written: as CSV in
+// no guaranteed order (the table's), as parquet by OLT, PON and ONU.
+//
+// An ONU's row is written only when the ONU changes: an ONU the OLT's
+// last complete walk (onu_walks) did not mark removed was seen by it, so
+// its last_seen and last_execution_id are the walk's when the walk is
+// later. As CSV, Postgres copies onu_data as it is and the walks are
+// applied here, on the way out (a join and a sort in the COPY's query
+// made Postgres's part of the export about twice a plain COPY's).
 func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, w io.Writer) (int64, error) {
 	if format == "csv" {
-		// Postgres writes the CSV (COPY), the values as the Go path would.
-		q := `SELECT d.olt_id, d.pon_index, d.onu_id, NULLIF(d.serial, '') AS serial, NULLIF(d.description, '') AS description, NULLIF(d.status, '') AS status,
-			d.rx_power_dbm, d.first_seen,
-			CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END AS last_seen,
-			NULLIF(CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END, '') AS last_execution_id,
-			NULLIF(d.onu_index, '') AS onu_index, NULLIF(d.port_name, '') AS port_name, NULLIF(d.name, '') AS name, d.tx_power_dbm, d.olt_rx_power_dbm,
-			d.distance_m, d.temperature_c, d.voltage_v, d.bias_ma, NULLIF(d.last_down_cause, '') AS last_down_cause,
-			d.last_down_at, d.last_up_at, NULLIF(d.model, '') AS model, NULLIF(d.firmware, '') AS firmware, d.removed_at
-			FROM onu_data d LEFT JOIN onu_walks w ON w.olt_id = d.olt_id
-			WHERE ` + pgLiteral(olt) + ` = '' OR d.olt_id = ` + pgLiteral(olt) + ` ORDER BY d.olt_id, d.pon_index, d.onu_id`
-		n, err := copyCSV(ctx, pool, w, q, []int{7, 8, 20, 21, 24}, newProgress(io.Discard, ""), 0)
+		q := `SELECT ` + strings.Join(onuDataHeader, ", ") + ` FROM onu_data`
+		if olt != "" {
+			q += ` WHERE olt_id = ` + pgLiteral(olt)
+		}
+		n, err := copyCSV(ctx, pool, w, q, []int{7, 8, 20, 21, 24}, onuWalksFix(olt), newProgress(io.Discard, ""), 0)
 		if err != nil {
 			return n, fmt.Errorf("export onu-data: %w", err)
 		}
@@ -499,8 +512,6 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 	if err != nil {
 		return 0, err
 	}
-	// The row is written only when the ONU changes (issue 10): an ONU the
-	// OLT's last complete walk did not mark removed was seen by it.
 	rows, err := pool.Query(ctx, `SELECT d.olt_id, d.pon_index, d.onu_id, d.serial, d.description, d.status, d.rx_power_dbm, d.first_seen,
 		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.seen_at ELSE d.last_seen END,
 		CASE WHEN d.removed_at IS NULL AND w.seen_at > d.last_seen THEN w.execution_id ELSE d.last_execution_id END,
@@ -540,160 +551,46 @@ func exportONUData(ctx context.Context, pool *pgxpool.Pool, olt, format string, 
 	return out.n, out.close()
 }
 
+// onuWalksFix reads onu_walks (of one OLT, or all) and sets, in an
+// onu_data row as COPY writes it (the columns of onuDataHeader), the
+// last_seen and last_execution_id of the OLT's last complete walk when the
+// walk is later and the ONU is not removed.
+func onuWalksFix(olt string) *copyFix {
+	q := `SELECT olt_id, execution_id, seen_at::text FROM onu_walks`
+	if olt != "" {
+		q += ` WHERE olt_id = ` + pgLiteral(olt)
+	}
+	return &copyFix{pre: q, build: func(rows [][][]byte) (func([][]byte) uint64, error) {
+		type walk struct{ seen, exec []byte }
+		walks := map[string]walk{}
+		for _, r := range rows {
+			if len(r) != 3 {
+				return nil, fmt.Errorf("walks: %d columns", len(r))
+			}
+			walks[string(r[0])] = walk{seen: bytes.Clone(r[2]), exec: appendCSVField(nil, string(r[1]))}
+		}
+		const oltCol, lastSeen, lastExec, removedAt = 0, 8, 9, 24
+		return func(f [][]byte) uint64 {
+			if len(f) != len(onuDataHeader) || len(f[removedAt]) != 0 {
+				return 0
+			}
+			wk, ok := walks[string(csvUnquote(f[oltCol]))]
+			if !ok {
+				return 0
+			}
+			if later, ok := pgTimeAfter(wk.seen, f[lastSeen]); ok && later {
+				f[lastSeen], f[lastExec] = wk.seen, wk.exec
+				return 1<<lastSeen | 1<<lastExec
+			}
+			return 0
+		}, nil
+	}}
+}
+
 // pgLiteral quotes s as a SQL string literal (standard conforming
 // strings; COPY takes no parameters).
 func pgLiteral(s string) string {
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, "\x00", ""), "'", "''") + "'"
-}
-
-// copyCSV writes the rows of query as CSV with its column names as the
-// header, through COPY: Postgres formats the rows, about twice as fast as
-// reading them into Go and writing them again. The timestamptz columns
-// times (by position) are rewritten on the way from Postgres's text
-// ("2026-01-02 03:04:05.5+00" in a UTC session) to RFC 3339 as microsText
-// writes it ("2026-01-02T03:04:05.5Z"): in SQL that formatting cost as
-// much as the COPY itself. It returns the rows written; bar, if on,
-// counts the lines against total.
-func copyCSV(ctx context.Context, pool *pgxpool.Pool, w io.Writer, query string, times []int, bar *progress, total int64) (int64, error) {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Release()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // read only: nothing to keep
-	if _, err := tx.Exec(ctx, `SET LOCAL TimeZone TO 'UTC'; SET LOCAL DateStyle TO 'ISO'; SET LOCAL extra_float_digits TO 1`); err != nil {
-		return 0, err
-	}
-	rw := newPGTimeCSV(&lineCounter{w: w, bar: bar, total: uint64(max(total, 0))}, times)
-	tag, err := tx.Conn().PgConn().CopyTo(ctx, rw, `COPY (`+query+`) TO STDOUT (FORMAT csv, HEADER)`)
-	if err == nil {
-		err = rw.flush()
-	}
-	if err != nil {
-		return 0, err
-	}
-	bar.finish()
-	return tag.RowsAffected(), nil
-}
-
-// pgTimeCSV passes CSV on, rewriting the fields of some columns from
-// Postgres's timestamptz text in UTC to RFC 3339 ("2026-01-02
-// 03:04:05.5+00" to "2026-01-02T03:04:05.5Z"); the header line and every
-// other field pass unchanged. It follows CSV quoting, so a quoted field
-// with commas or line breaks in it does not shift the columns.
-type pgTimeCSV struct {
-	w      io.Writer
-	times  []bool // by column
-	out    []byte
-	field  []byte // the current field of a time column
-	col    int
-	quoted bool
-	header bool // in the header line
-}
-
-func newPGTimeCSV(w io.Writer, times []int) *pgTimeCSV {
-	t := &pgTimeCSV{w: w, header: true}
-	for _, c := range times {
-		for len(t.times) <= c {
-			t.times = append(t.times, false)
-		}
-		t.times[c] = true
-	}
-	return t
-}
-
-func (t *pgTimeCSV) isTime() bool { return !t.header && t.col < len(t.times) && t.times[t.col] }
-
-// endField writes the time field held, rewritten.
-func (t *pgTimeCSV) endField() {
-	if !t.isTime() {
-		return
-	}
-	f := t.field
-	if n := len(f); n >= 22 && f[10] == ' ' && f[n-3] == '+' && f[n-2] == '0' && f[n-1] == '0' {
-		f[10] = 'T'
-		f = append(f[:n-3], 'Z')
-	}
-	t.out = append(t.out, f...)
-	t.field = t.field[:0]
-}
-
-func (t *pgTimeCSV) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		// The bytes up to the next one that matters pass in one go.
-		var i int
-		if t.quoted {
-			i = bytes.IndexByte(p, '"')
-		} else {
-			i = bytes.IndexAny(p, ",\n\"")
-		}
-		if i < 0 {
-			i = len(p)
-		}
-		if t.isTime() && !t.quoted {
-			t.field = append(t.field, p[:i]...)
-		} else {
-			t.out = append(t.out, p[:i]...)
-		}
-		if i == len(p) {
-			break
-		}
-		switch c := p[i]; c {
-		case '"':
-			t.quoted = !t.quoted // a doubled quote toggles twice
-		case ',':
-			t.endField()
-			t.col++
-		case '\n':
-			t.endField()
-			t.col, t.header = 0, false
-		}
-		t.out = append(t.out, p[i])
-		p = p[i+1:]
-	}
-	if len(t.out) >= rawFlushBytes {
-		if err := t.writeOut(); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
-}
-
-func (t *pgTimeCSV) writeOut() error {
-	if len(t.out) == 0 {
-		return nil
-	}
-	_, err := t.w.Write(t.out)
-	t.out = t.out[:0]
-	return err
-}
-
-// flush writes what is held, at the end (an export ends with a line
-// break, so no field is left half read).
-func (t *pgTimeCSV) flush() error {
-	t.endField()
-	return t.writeOut()
-}
-
-// lineCounter passes writes on, counting lines for a progress bar.
-type lineCounter struct {
-	w     io.Writer
-	bar   *progress
-	lines uint64
-	total uint64
-}
-
-func (l *lineCounter) Write(p []byte) (int, error) {
-	if l.bar.on {
-		l.lines += uint64(bytes.Count(p, []byte{'\n'}))
-		l.bar.update(l.lines, l.total)
-	}
-	return l.w.Write(p)
 }
 
 // exportVarbinds writes one row per varbind of the batches in r and

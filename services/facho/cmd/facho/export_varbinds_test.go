@@ -183,33 +183,3 @@ func TestAppendCSVField(t *testing.T) {
 		}
 	}
 }
-
-// pgTimeCSV rewrites Postgres's timestamptz text to RFC 3339 in the time
-// columns only, whatever the chunks COPY sends and whatever quoted
-// commas, quotes and line breaks the other fields hold; the header and a
-// NULL (empty) time pass unchanged.
-func TestPGTimeCSV(t *testing.T) {
-	in := "at,olt_id,note,seen\n" +
-		"2026-01-02 03:04:05+00,olt-1,\"a, \"\"b\"\"\nc\",2026-01-02 03:04:05.5+00\n" +
-		"2026-01-02 03:04:05.123456+00,\"x,y\",,\n" +
-		"infinity,olt-2,2026-01-02 03:04:05+00,2026-12-31 23:59:59.9+00\n"
-	want := "at,olt_id,note,seen\n" +
-		"2026-01-02T03:04:05Z,olt-1,\"a, \"\"b\"\"\nc\",2026-01-02T03:04:05.5Z\n" +
-		"2026-01-02T03:04:05.123456Z,\"x,y\",,\n" +
-		"infinity,olt-2,2026-01-02 03:04:05+00,2026-12-31T23:59:59.9Z\n"
-	for _, chunk := range []int{1, 2, 3, 7, 64, len(in)} {
-		var out bytes.Buffer
-		rw := newPGTimeCSV(&out, []int{0, 3})
-		for i := 0; i < len(in); i += chunk {
-			if _, err := rw.Write([]byte(in[i:min(i+chunk, len(in))])); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := rw.flush(); err != nil {
-			t.Fatal(err)
-		}
-		if out.String() != want {
-			t.Errorf("chunks of %d:\n%s\nwant\n%s", chunk, out.String(), want)
-		}
-	}
-}
