@@ -35,7 +35,10 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			Description: "current state of every ONU, from the raw varbinds",
 			Sources: []projection.Source{
 				{Stream: streams.StreamVarbinds, Consumer: streams.ConsumerProjectorVarbinds, Decode: projection.SubjectChecked(p.decodeVarbinds),
-					Partition: projection.SubjectToken(2), ApplyBatch: p.applyVarbindBatch}, // facho.varbinds.<olt>: rows of that OLT
+					Partition: projection.SubjectToken(2), ApplyBatch: p.applyVarbindBatch, // facho.varbinds.<olt>: rows of that OLT
+					// Runs of 100 batches (a walk's are tens of kilobytes
+					// each): the fold decodes a few runs ahead.
+					Batch: 100},
 			},
 			Tables: []projection.Table{
 				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},
@@ -58,6 +61,9 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			// every ONU's latest state, which a stream that lost old
 			// messages lacks for ONUs not polled since.
 			Prune: pruneHistoryShadow(cfg.HistoryRetention, cfg.now),
+			// The first pass folded in memory and copied in
+			// (onudata_fold.go).
+			Fold: p.newONUFold,
 		},
 		{
 			Name:        ReadModelExecutions,
