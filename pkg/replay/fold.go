@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -46,7 +47,10 @@ func (rb *rebuild) foldBulk(ctx context.Context, targets []uint64, progress func
 			return err
 		}
 	}
-	if err := rb.writeFold(ctx, f); err != nil {
+	writeStart := time.Now()
+	err := rb.writeFold(ctx, f)
+	rb.opts.Log.Debug().Str("read_model", rb.model.Name).Dur("took", time.Since(writeStart)).Msg("rebuild fold written")
+	if err != nil {
 		if !projection.Permanent(err) {
 			return fmt.Errorf("rebuild %s: write fold: %w", rb.model.Name, err)
 		}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/facho-olt/facho/pkg/jsrouter"
 	"github.com/facho-olt/facho/pkg/projection"
@@ -32,27 +34,26 @@ import (
 type onuFold struct {
 	p    *projector
 	olts map[string]*oltFold
-	// placement per (olt, execution), in first-seen order.
-	placement map[placementKey]*placement
-	placeKeys []placementKey
-	walks     map[string]walkEnd // onu_walks
-	hist      []foldHistoryRow
-	hourly    map[hourKey]*hourAgg
-	onus      int
+	// order is the OLTs in the order first seen.
+	order []string
 }
 
-// oltFold is one OLT's ONUs and what its latest tracked attempt read
-// (onu_walk_seen: the records of an OLT's other attempts are deleted when
-// one records).
+// oltFold is one OLT's part of the fold: its ONUs, what its latest
+// tracked attempt read (onu_walk_seen: the records of an OLT's other
+// attempts are deleted when one records), and the rows its batches made.
+// The OLTs' parts are folded side by side: a batch is of one OLT.
 type oltFold struct {
+	id      string
 	onus    map[ONUKey]*storedONU
 	attempt string
-	seq     uint64
-	read    map[ONUKey]bool // ONU -> its Rx power was read
-	order   []ONUKey        // read's keys in the order first read
+	seen    walkSeen // of attempt alone
+	// placement per execution, in first-seen order.
+	placement map[string]*placement
+	execs     []string
+	walk      *walkEnd // onu_walks
+	hist      []foldHistoryRow
+	hourly    map[hourKey]*hourAgg
 }
-
-type placementKey struct{ olt, exec string }
 
 type walkEnd struct {
 	exec string
@@ -61,14 +62,13 @@ type walkEnd struct {
 
 // foldHistoryRow is one onu_history row.
 type foldHistoryRow struct {
-	olt, exec, field string
-	pon, onu, seq    int64
-	old, cur         optText
-	at               time.Time
+	exec, field   string
+	pon, onu, seq int64
+	old, cur      optText
+	at            time.Time
 }
 
 type hourKey struct {
-	olt      string
 	pon, onu int64
 	field    string
 	hour     int64 // unix seconds of the UTC hour
@@ -82,7 +82,7 @@ type hourAgg struct {
 }
 
 func (p *projector) newONUFold() projection.Folder {
-	return &onuFold{p: p, olts: map[string]*oltFold{}, placement: map[placementKey]*placement{}, walks: map[string]walkEnd{}, hourly: map[hourKey]*hourAgg{}}
+	return &onuFold{p: p, olts: map[string]*oltFold{}}
 }
 
 // Folds: the varbind stream, the model's first source.
@@ -95,7 +95,7 @@ func (f *onuFold) Decode(_ int, msgs []jsrouter.Msg) (any, projection.BatchResul
 	var res projection.BatchResult
 	out := make([]foldMsg, 0, len(msgs))
 	for _, m := range msgs {
-		vm, err := decodeVarbindMsg(m.Subject, m.Seq, m.Data)
+		vm, err := decodeVarbindMsgOnce(m.Subject, m.Seq, m.Data)
 		if err != nil {
 			if !errors.Is(err, streams.ErrMalformed) {
 				return nil, res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
@@ -111,17 +111,47 @@ func (f *onuFold) Decode(_ int, msgs []jsrouter.Msg) (any, projection.BatchResul
 	return out, res, nil
 }
 
-func (f *onuFold) Rows() int { return f.onus + len(f.hist) + len(f.hourly) }
+func (f *onuFold) Rows() int {
+	n := 0
+	for _, o := range f.olts {
+		n += len(o.onus) + len(o.hist) + len(o.hourly)
+	}
+	return n
+}
 
+// Fold applies each OLT's batches of the run in stream order, the OLTs
+// side by side.
 func (f *onuFold) Fold(_ int, decoded any) error {
 	msgs, ok := decoded.([]foldMsg)
 	if !ok {
 		return fmt.Errorf("onu_data fold: decoded as %T", decoded)
 	}
+	byOLT := map[*oltFold][]*foldMsg{}
+	var parts []*oltFold
 	for i := range msgs {
-		f.apply(&msgs[i])
+		id := msgs[i].Batch.OLTID
+		o := f.olts[id]
+		if o == nil {
+			o = &oltFold{id: id, onus: map[ONUKey]*storedONU{}, placement: map[string]*placement{}, hourly: map[hourKey]*hourAgg{}}
+			f.olts[id] = o
+			f.order = append(f.order, id)
+		}
+		if _, ok := byOLT[o]; !ok {
+			parts = append(parts, o)
+		}
+		byOLT[o] = append(byOLT[o], &msgs[i])
 	}
-	return nil
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for _, o := range parts {
+		g.Go(func() error {
+			for _, m := range byOLT[o] {
+				o.apply(m)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // foldMsg is a decoded batch without its varbinds, and how many it had.
@@ -131,46 +161,32 @@ type foldMsg struct {
 }
 
 // apply is applySegment of one message, in memory.
-func (f *onuFold) apply(fm *foldMsg) {
+func (o *oltFold) apply(fm *foldMsg) {
 	m := &fm.vbMsg
 	b := &m.Batch
-	o := f.olts[b.OLTID]
-	if o == nil {
-		o = &oltFold{onus: map[ONUKey]*storedONU{}}
-		f.olts[b.OLTID] = o
+	if tracksWalk(*b) {
+		// What this attempt read goes on its OLT's record; another
+		// attempt's record goes (walkSeen.insert deletes it).
+		if a := rxReader(*b); a != o.attempt {
+			o.attempt, o.seen = a, walkSeen{}
+		}
 	}
-	before := len(o.onus)
-	seen := walkSeen{}
 	stale := 0
-	changes := mergeMessage(o.onus, *m, seen, &stale)
-	f.onus += len(o.onus) - before
+	changes := mergeMessage(o.onus, *m, o.seen, &stale)
 	for _, c := range changes {
 		r := o.onus[c.Key]
 		r.Dirty, r.Stored = false, true // written, as writeONUs leaves it
 	}
-	for attempt, a := range seen { // this message's attempt, if it tracks its walk
-		if attempt != o.attempt {
-			o.attempt, o.seq, o.read, o.order = attempt, 0, map[ONUKey]bool{}, nil
-		}
-		o.seq = max(o.seq, a.seq)
-		for i := range a.pons {
-			k := ONUKey{PonIndex: a.pons[i], ONUID: a.onus[i]}
-			rx, had := o.read[k]
-			if !had {
-				o.order = append(o.order, k)
-			}
-			o.read[k] = rx || a.rx[i]
-		}
-	}
 	collected := b.CollectedAt.UTC()
 	if b.Last {
 		var reads walkReads
-		if tracksWalk(*b) && o.attempt == rxReader(*b) {
-			reads.seen = make(map[ONUKey]bool, len(o.read))
-			reads.rx = make(map[ONUKey]bool, len(o.read))
-			for k, rx := range o.read {
+		if a := o.seen[rxReader(*b)]; tracksWalk(*b) && a != nil {
+			reads.seen = make(map[ONUKey]bool, len(a.pons))
+			reads.rx = make(map[ONUKey]bool, len(a.pons))
+			for i := range a.pons {
+				k := ONUKey{PonIndex: a.pons[i], ONUID: a.onus[i]}
 				reads.seen[k] = true
-				if rx {
+				if a.rx[i] {
 					reads.rx[k] = true
 				}
 			}
@@ -180,19 +196,19 @@ func (f *onuFold) apply(fm *foldMsg) {
 		}
 		if readsONUTable(*b) {
 			changes = append(changes, o.markRemoved(reads, collected)...)
-			if w, ok := f.walks[b.OLTID]; !ok || !w.at.After(collected) {
-				f.walks[b.OLTID] = walkEnd{exec: b.ExecutionID, at: collected}
+			if o.walk == nil || !o.walk.at.After(collected) {
+				o.walk = &walkEnd{exec: b.ExecutionID, at: collected}
 			}
 		}
 	}
-	f.place(b, fm.varbinds, m.Dec)
+	o.place(b, fm.varbinds, m.Dec)
+	hour := collected.Truncate(time.Hour).Unix()
 	for _, c := range changes {
 		addHistory(c, collected, func(k ONUKey, field string, old, cur optText) {
-			f.hist = append(f.hist, foldHistoryRow{olt: b.OLTID, exec: b.ExecutionID, field: field, pon: k.PonIndex, onu: k.ONUID,
+			o.hist = append(o.hist, foldHistoryRow{exec: b.ExecutionID, field: field, pon: k.PonIndex, onu: k.ONUID,
 				seq: int64(m.Seq), old: old, cur: cur, at: collected})
 			if isRollupField(field) {
-				f.rollup(hourKey{olt: b.OLTID, pon: k.PonIndex, onu: k.ONUID, field: field, hour: collected.Truncate(time.Hour).Unix()},
-					numValue(old), numValue(cur), collected, int64(m.Seq))
+				o.rollup(hourKey{pon: k.PonIndex, onu: k.ONUID, field: field, hour: hour}, numValue(old), numValue(cur), collected, int64(m.Seq))
 			}
 		})
 	}
@@ -255,17 +271,16 @@ func (o *oltFold) markRemoved(reads walkReads, at time.Time) []onuChange {
 }
 
 // place is recordPlacement in memory.
-func (f *onuFold) place(b *streams.VarbindBatch, varbinds int, d Decoded) {
+func (o *oltFold) place(b *streams.VarbindBatch, varbinds int, d Decoded) {
 	unplaced := 0
 	for _, n := range d.Skipped {
 		unplaced += n
 	}
-	k := placementKey{b.OLTID, b.ExecutionID}
-	p := f.placement[k]
+	p := o.placement[b.ExecutionID]
 	if p == nil {
 		p = &placement{Reasons: map[string]int{}}
-		f.placement[k] = p
-		f.placeKeys = append(f.placeKeys, k)
+		o.placement[b.ExecutionID] = p
+		o.execs = append(o.execs, b.ExecutionID)
 	}
 	p.Placed += max(varbinds-unplaced-d.Filtered, 0)
 	p.Unplaced += unplaced
@@ -275,11 +290,11 @@ func (f *onuFold) place(b *streams.VarbindBatch, varbinds int, d Decoded) {
 }
 
 // rollup merges one change into its hour (hourlyAggregate, hourlyMerge).
-func (f *onuFold) rollup(k hourKey, old, cur *float64, at time.Time, seq int64) {
-	a := f.hourly[k]
+func (o *oltFold) rollup(k hourKey, old, cur *float64, at time.Time, seq int64) {
+	a := o.hourly[k]
 	if a == nil {
 		a = &hourAgg{lastAt: at, lastSeq: seq, last: cur}
-		f.hourly[k] = a
+		o.hourly[k] = a
 	} else if at.After(a.lastAt) || (at.Equal(a.lastAt) && seq >= a.lastSeq) {
 		a.lastAt, a.lastSeq, a.last = at, seq, cur
 	}
@@ -308,11 +323,11 @@ func (f *onuFold) writeONUs(ctx context.Context, tx pgx.Tx) error {
 	cols := []string{"olt_id", "pon_index", "onu_id", "serial", "description", "status", "rx_power_dbm", "first_seen", "last_seen", "last_execution_id",
 		"onu_index", "port_name", "name", "last_down_cause", "model", "firmware",
 		"tx_power_dbm", "olt_rx_power_dbm", "distance_m", "temperature_c", "voltage_v", "bias_ma", "last_down_at", "last_up_at", "removed_at"}
-	rows := make([][]any, 0, f.onus)
-	for olt, o := range f.olts {
-		for k, r := range o.onus {
+	var rows [][]any
+	for _, id := range f.order {
+		for k, r := range f.olts[id].onus {
 			s := &r.State
-			rows = append(rows, []any{olt, k.PonIndex, k.ONUID, s.Serial, s.Description, s.Status, s.RxPowerDBm, r.FirstSeen, r.LastSeen, r.LastExec,
+			rows = append(rows, []any{id, k.PonIndex, k.ONUID, s.Serial, s.Description, s.Status, s.RxPowerDBm, r.FirstSeen, r.LastSeen, r.LastExec,
 				s.Index, s.PortName, s.Name, s.LastDownCause, s.Model, s.Firmware,
 				s.TxPowerDBm, s.OLTRxPowerDBm, s.DistanceM, s.TemperatureC, s.VoltageV, s.BiasMA, s.LastDownAt, s.LastUpAt, r.RemovedAt})
 		}
@@ -323,27 +338,57 @@ func (f *onuFold) writeONUs(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-func (f *onuFold) writeHistory(ctx context.Context, tx pgx.Tx) error {
-	columns := []string{"olt_id", "pon_index", "onu_id", "field", "old_value", "new_value", "at", "execution_id", "stream_seq"}
+// historySource streams the OLTs' history rows to COPY.
+type historySource struct {
+	f    *onuFold
+	olt  int // in f.order
+	next int // in its hist
+	row  []any
+	n    int
+}
+
+func (s *historySource) Next() bool {
+	for s.olt < len(s.f.order) {
+		if s.next < len(s.f.olts[s.f.order[s.olt]].hist) {
+			s.next++
+			s.n++
+			return true
+		}
+		s.olt, s.next = s.olt+1, 0
+	}
+	return false
+}
+
+func (s *historySource) Values() ([]any, error) {
+	id := s.f.order[s.olt]
+	h := &s.f.olts[id].hist[s.next-1]
 	text := func(o optText) any {
 		if !o.set {
 			return nil
 		}
 		return o.v
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"onu_history"}, columns, pgx.CopyFromSlice(len(f.hist), func(i int) ([]any, error) {
-		h := &f.hist[i]
-		return []any{h.olt, h.pon, h.onu, h.field, text(h.old), text(h.cur), h.at, h.exec, h.seq}, nil
-	})); err != nil {
-		return fmt.Errorf("copy %d onu history rows: %w", len(f.hist), err)
+	s.row = append(s.row[:0], id, h.pon, h.onu, h.field, text(h.old), text(h.cur), h.at, h.exec, h.seq)
+	return s.row, nil
+}
+
+func (s *historySource) Err() error { return nil }
+
+func (f *onuFold) writeHistory(ctx context.Context, tx pgx.Tx) error {
+	columns := []string{"olt_id", "pon_index", "onu_id", "field", "old_value", "new_value", "at", "execution_id", "stream_seq"}
+	src := &historySource{f: f}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"onu_history"}, columns, src); err != nil {
+		return fmt.Errorf("copy %d onu history rows: %w", src.n, err)
 	}
 	return nil
 }
 
 func (f *onuFold) writeHourly(ctx context.Context, tx pgx.Tx) error {
-	rows := make([][]any, 0, len(f.hourly))
-	for k, a := range f.hourly {
-		rows = append(rows, []any{k.olt, k.pon, k.onu, k.field, time.Unix(k.hour, 0).UTC(), a.min, a.max, a.last, a.lastAt, a.lastSeq})
+	var rows [][]any
+	for _, id := range f.order {
+		for k, a := range f.olts[id].hourly {
+			rows = append(rows, []any{id, k.pon, k.onu, k.field, time.Unix(k.hour, 0).UTC(), a.min, a.max, a.last, a.lastAt, a.lastSeq})
+		}
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"onu_history_hourly"}, []string{"olt_id", "pon_index", "onu_id", "field", "hour",
 		"min_value", "max_value", "last_value", "last_at", "last_seq"}, pgx.CopyFromRows(rows)); err != nil {
@@ -357,33 +402,27 @@ func (f *onuFold) writeHourly(ctx context.Context, tx pgx.Tx) error {
 // (onu_walk_seen, one record: the live table's records of an attempt are
 // read as their union).
 func (f *onuFold) writeSmall(ctx context.Context, tx pgx.Tx) error {
-	place := make([][]any, 0, len(f.placeKeys))
-	for _, k := range f.placeKeys {
-		p := f.placement[k]
-		reasons, err := json.Marshal(p.Reasons)
-		if err != nil {
-			return fmt.Errorf("encode unplaced reasons: %w", err)
+	var place, walks, seen [][]any
+	for _, id := range f.order {
+		o := f.olts[id]
+		for _, exec := range o.execs {
+			p := o.placement[exec]
+			reasons, err := json.Marshal(p.Reasons)
+			if err != nil {
+				return fmt.Errorf("encode unplaced reasons: %w", err)
+			}
+			place = append(place, []any{id, exec, int32(p.Placed), int32(p.Unplaced), string(reasons)})
 		}
-		place = append(place, []any{k.olt, k.exec, int32(p.Placed), int32(p.Unplaced), string(reasons)})
+		if o.walk != nil {
+			walks = append(walks, []any{id, o.walk.exec, o.walk.at})
+		}
+		if a := o.seen[o.attempt]; a != nil {
+			seen = append(seen, []any{id, o.attempt, int64(a.seq), a.pons, a.onus, a.rx})
+		}
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"execution_placement"}, []string{"olt_id", "execution_id", "placed_varbinds", "unplaced_varbinds", "unplaced_reasons"},
 		pgx.CopyFromRows(place)); err != nil {
 		return fmt.Errorf("copy %d execution placements: %w", len(place), err)
-	}
-	walks := make([][]any, 0, len(f.walks))
-	seen := make([][]any, 0, len(f.olts))
-	for olt, w := range f.walks {
-		walks = append(walks, []any{olt, w.exec, w.at})
-	}
-	for olt, o := range f.olts {
-		if o.attempt == "" {
-			continue
-		}
-		pons, onus, rx := make([]int64, len(o.order)), make([]int64, len(o.order)), make([]bool, len(o.order))
-		for i, k := range o.order {
-			pons[i], onus[i], rx[i] = k.PonIndex, k.ONUID, o.read[k]
-		}
-		seen = append(seen, []any{olt, o.attempt, int64(o.seq), pons, onus, rx})
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"onu_walks"}, []string{"olt_id", "execution_id", "seen_at"}, pgx.CopyFromRows(walks)); err != nil {
 		return fmt.Errorf("copy %d walks: %w", len(walks), err)

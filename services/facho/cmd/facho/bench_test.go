@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -215,7 +216,13 @@ func benchStream(b *testing.B, c string, n int) (jetstream.JetStream, map[string
 	at := time.Now().Add(-time.Hour)
 	for _, m := range benchMessages(b, at) {
 		varbinds += m.varbinds
-		if _, err := js.PublishAsync(m.subject, m.data); err != nil {
+		_, err := js.PublishAsync(m.subject, m.data)
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			// A loaded machine: let the acks catch up.
+			<-js.PublishAsyncComplete()
+			_, err = js.PublishAsync(m.subject, m.data)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
