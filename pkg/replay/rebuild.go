@@ -658,7 +658,7 @@ func (rb *rebuild) read(ctx context.Context, i int, target uint64, fn func(jsrou
 		// Data and headers stay valid: ordered consumer messages are not
 		// reused.
 		return fn(jsrouter.Msg{Stream: s.Stream, Consumer: s.Consumer, Subject: m.Subject(), Seq: meta.Sequence.Stream,
-			NumDelivered: 1, Data: m.Data(), Header: m.Headers()})
+			NumDelivered: 1, Data: m.Data(), Header: m.Headers(), Time: meta.Timestamp})
 	})
 	return err
 }

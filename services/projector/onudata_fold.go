@@ -53,6 +53,10 @@ type oltFold struct {
 	walk      *walkEnd // onu_walks
 	hist      []foldHistoryRow
 	hourly    map[hourKey]*hourAgg
+	// traps are the OLT's ONU status traps not applied yet, in stream
+	// order; trapSeq the last trap applied to each ONU.
+	traps   []foldTrap
+	trapSeq map[ONUKey]uint64
 }
 
 type walkEnd struct {
@@ -63,6 +67,7 @@ type walkEnd struct {
 // foldHistoryRow is one onu_history row.
 type foldHistoryRow struct {
 	exec, field   string
+	trap          bool // source 'trap' (else 'poll')
 	pon, onu, seq int64
 	old, cur      optText
 	at            time.Time
@@ -85,13 +90,22 @@ func (p *projector) newONUFold() projection.Folder {
 	return &onuFold{p: p, olts: map[string]*oltFold{}}
 }
 
-// Folds: the varbind stream, the model's first source.
-func (f *onuFold) Folds(source int) bool { return source == 0 }
+// The model's sources, as ReadModels lists them.
+const (
+	onuSourceTraps    = 0
+	onuSourceVarbinds = 1
+)
+
+// Folds: the traps and the varbind stream.
+func (f *onuFold) Folds(source int) bool { return source <= onuSourceVarbinds }
 
 // Decode decodes a run of varbind batches as applyVarbindBatch does: a
 // malformed one is counted and skipped (the live consumer dead-lettered
-// it).
-func (f *onuFold) Decode(_ int, msgs []jsrouter.Msg) (any, projection.BatchResult, error) {
+// it); or a run of traps (decodeTraps).
+func (f *onuFold) Decode(source int, msgs []jsrouter.Msg) (any, projection.BatchResult, error) {
+	if source == onuSourceTraps {
+		return f.decodeTraps(msgs)
+	}
 	var res projection.BatchResult
 	out := make([]foldMsg, 0, len(msgs))
 	for _, m := range msgs {
@@ -105,6 +119,7 @@ func (f *onuFold) Decode(_ int, msgs []jsrouter.Msg) (any, projection.BatchResul
 		}
 		n := vm.Batch.VarbindCount()
 		vm.Batch.Varbinds, vm.Batch.Rows = nil, nil // decoded (Dec): only their count is read
+		vm.PublishedAt = m.Time
 		out = append(out, foldMsg{vbMsg: vm, varbinds: n})
 	}
 	res.Applied = len(out)
@@ -122,6 +137,13 @@ func (f *onuFold) Rows() int {
 // Fold applies each OLT's batches of the run in stream order, the OLTs
 // side by side.
 func (f *onuFold) Fold(_ int, decoded any) error {
+	if traps, ok := decoded.([]foldTrap); ok {
+		for _, t := range traps {
+			o := f.olt(t.ev.OLTID)
+			o.traps = append(o.traps, t)
+		}
+		return nil
+	}
 	msgs, ok := decoded.([]foldMsg)
 	if !ok {
 		return fmt.Errorf("onu_data fold: decoded as %T", decoded)
@@ -129,13 +151,7 @@ func (f *onuFold) Fold(_ int, decoded any) error {
 	byOLT := map[*oltFold][]*foldMsg{}
 	var parts []*oltFold
 	for i := range msgs {
-		id := msgs[i].Batch.OLTID
-		o := f.olts[id]
-		if o == nil {
-			o = &oltFold{id: id, onus: map[ONUKey]*storedONU{}, placement: map[string]*placement{}, hourly: map[hourKey]*hourAgg{}}
-			f.olts[id] = o
-			f.order = append(f.order, id)
-		}
+		o := f.olt(msgs[i].Batch.OLTID)
 		if _, ok := byOLT[o]; !ok {
 			parts = append(parts, o)
 		}
@@ -154,16 +170,29 @@ func (f *onuFold) Fold(_ int, decoded any) error {
 	return g.Wait()
 }
 
+// olt is the OLT's part of the fold, new when it has none.
+func (f *onuFold) olt(id string) *oltFold {
+	o := f.olts[id]
+	if o == nil {
+		o = &oltFold{id: id, onus: map[ONUKey]*storedONU{}, placement: map[string]*placement{}, hourly: map[hourKey]*hourAgg{}, trapSeq: map[ONUKey]uint64{}}
+		f.olts[id] = o
+		f.order = append(f.order, id)
+	}
+	return o
+}
+
 // foldMsg is a decoded batch without its varbinds, and how many it had.
 type foldMsg struct {
 	vbMsg
 	varbinds int
 }
 
-// apply is applySegment of one message, in memory.
+// apply is applySegment of one message, in memory, after the OLT's traps
+// the stream stored before it.
 func (o *oltFold) apply(fm *foldMsg) {
 	m := &fm.vbMsg
 	b := &m.Batch
+	o.applyTraps(m.PublishedAt)
 	if tracksWalk(*b) {
 		// What this attempt read goes on its OLT's record; another
 		// attempt's record goes (walkSeen.insert deletes it).
@@ -316,6 +345,9 @@ func (o *oltFold) rollup(k hourKey, old, cur *float64, at time.Time, seq int64) 
 // Writes copy the folded rows into the empty shadow tables, one COPY per
 // table, at once.
 func (f *onuFold) Writes() []func(ctx context.Context, tx pgx.Tx) error {
+	for _, o := range f.olts {
+		o.applyTraps(time.Time{}) // those after the OLT's last batch
+	}
 	return []func(ctx context.Context, tx pgx.Tx) error{f.writeONUs, f.writeHistory, f.writeHourly, f.writeSmall}
 }
 
@@ -368,14 +400,18 @@ func (s *historySource) Values() ([]any, error) {
 		}
 		return o.v
 	}
-	s.row = append(s.row[:0], id, h.pon, h.onu, h.field, text(h.old), text(h.cur), h.at, h.exec, h.seq)
+	source := "poll"
+	if h.trap {
+		source = "trap"
+	}
+	s.row = append(s.row[:0], id, h.pon, h.onu, h.field, text(h.old), text(h.cur), h.at, h.exec, h.seq, source)
 	return s.row, nil
 }
 
 func (s *historySource) Err() error { return nil }
 
 func (f *onuFold) writeHistory(ctx context.Context, tx pgx.Tx) error {
-	columns := []string{"olt_id", "pon_index", "onu_id", "field", "old_value", "new_value", "at", "execution_id", "stream_seq"}
+	columns := []string{"olt_id", "pon_index", "onu_id", "field", "old_value", "new_value", "at", "execution_id", "stream_seq", "source"}
 	src := &historySource{f: f}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"onu_history"}, columns, src); err != nil {
 		return fmt.Errorf("copy %d onu history rows: %w", src.n, err)
@@ -431,4 +467,92 @@ func (f *onuFold) writeSmall(ctx context.Context, tx pgx.Tx) error {
 		return fmt.Errorf("copy %d walk records: %w", len(seen), err)
 	}
 	return nil
+}
+
+// foldTrap is a decoded trap that sets an ONU's status.
+type foldTrap struct {
+	seq    uint64
+	stored time.Time // when the stream stored it
+	ev     streams.TrapDecoded
+}
+
+// decodeTraps decodes a run of traps as the source's decoder does (its
+// counts are the batch path's: a trap.received is applied, it writes the
+// traps table), keeping the decoded traps that set an ONU's status.
+func (f *onuFold) decodeTraps(msgs []jsrouter.Msg) (any, projection.BatchResult, error) {
+	var res projection.BatchResult
+	var out []foldTrap
+	decode := projection.SubjectChecked(f.p.decodeTrap)
+	for _, m := range msgs {
+		if _, err := decode(m); err != nil {
+			if !errors.Is(err, streams.ErrMalformed) {
+				return nil, res, fmt.Errorf("decode %s seq %d: %w", m.Stream, m.Seq, err)
+			}
+			res.Malformed++
+			continue
+		}
+		res.Applied++
+		env, err := streams.DecodeEnvelope(m.Data)
+		if err != nil || env.Type != streams.TypeTrapDecoded {
+			continue
+		}
+		var e streams.TrapDecoded
+		if err := streams.DecodeData(env, &e); err != nil {
+			continue
+		}
+		if streams.TrapONUStatus(e.Kind) == "" || e.PonIndex == nil || e.ONUID == nil {
+			continue
+		}
+		out = append(out, foldTrap{seq: m.Seq, stored: m.Time, ev: e})
+	}
+	return out, res, nil
+}
+
+// applyTraps applies the OLT's held traps the stream stored before
+// (zero: all of them).
+func (o *oltFold) applyTraps(before time.Time) {
+	n := 0
+	for n < len(o.traps) && (before.IsZero() || o.traps[n].stored.Before(before)) {
+		o.applyTrap(&o.traps[n])
+		n++
+	}
+	o.traps = o.traps[n:]
+}
+
+// applyTrap is applyTrapStatus in memory.
+func (o *oltFold) applyTrap(t *foldTrap) {
+	e := &t.ev
+	k := ONUKey{PonIndex: *e.PonIndex, ONUID: *e.ONUID}
+	r, ok := o.onus[k]
+	switch {
+	case !ok || r.RemovedAt != nil:
+		return // an ONU no poll found: traps do not create ONUs
+	case !r.LastSeen.Before(e.At):
+		return // a poll read it after the trap: the poll stands
+	case o.trapSeq[k] >= t.seq:
+		return // a newer trap of the ONU stands
+	}
+	old := r.State
+	cur := old
+	cur.Status = streams.TrapONUStatus(e.Kind)
+	at := e.At.UTC()
+	switch e.Kind {
+	case streams.TrapKindLOS, streams.TrapKindDyingGasp:
+		cur.LastDownCause, cur.LastDownAt = cur.Status, &at
+	case streams.TrapKindOffline:
+		cur.LastDownAt = &at
+	case streams.TrapKindOnline:
+		cur.LastUpAt = &at
+	}
+	if cur.Status == old.Status {
+		return
+	}
+	r.State = cur
+	o.trapSeq[k] = t.seq
+	prev, next := historyFields(old), historyFields(cur)
+	for i, name := range historyFieldNames {
+		if prev[i] != next[i] {
+			o.hist = append(o.hist, foldHistoryRow{field: name, trap: true, pon: k.PonIndex, onu: k.ONUID, seq: -int64(t.seq), old: prev[i], cur: next[i], at: at})
+		}
+	}
 }

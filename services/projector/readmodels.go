@@ -32,8 +32,14 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 	return []projection.ReadModel{
 		{
 			Name:        ReadModelONUData,
-			Description: "current state of every ONU, from the raw varbinds",
+			Description: "current state of every ONU, from the raw varbinds and the ONU status traps",
 			Sources: []projection.Source{
+				// The traps set an ONU's status between polls (traps.go).
+				// First: the fold holds them and applies each before the
+				// first batch of its OLT the stream stored after it, as
+				// the live consumers met them (onudata_fold.go).
+				{Stream: streams.StreamTrap, Consumer: streams.ConsumerProjectorTraps, Decode: projection.SubjectChecked(p.decodeTrap),
+					Partition: projection.SubjectToken(2)}, // facho.trap.<olt>
 				{Stream: streams.StreamVarbinds, Consumer: streams.ConsumerProjectorVarbinds, Decode: projection.SubjectChecked(p.decodeVarbinds),
 					Partition: projection.SubjectToken(2), ApplyBatch: p.applyVarbindBatch, // facho.varbinds.<olt>: rows of that OLT
 					// Runs of 100 batches (a walk's are tens of kilobytes
@@ -55,7 +61,9 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			// projector grouped its batches; the rebuild fills a copy of
 			// its own for its end-of-walk checks, and the live one, at
 			// the live checkpoint the shadow catches up to, stays.
-			Scratch: []string{"onu_event_outbox", "pending_events", "onu_walk_seen"},
+			// traps: the trap consumer's own table, written by the traps'
+			// decoder (not part of this model).
+			Scratch: []string{"onu_event_outbox", "pending_events", "onu_walk_seen", "traps"},
 			// The shadow's onu_history and its rollups are pruned as the
 			// live maintenance prunes them (cfg.HistoryRetention; 0: nothing). No Window: onu_data is
 			// every ONU's latest state, which a stream that lost old

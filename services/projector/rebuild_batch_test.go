@@ -316,6 +316,9 @@ func TestRebuildONUDataBatchEqualsPerMessage(t *testing.T) {
 		}
 		for i, s := range rep.Sources {
 			rs := ref.Sources[i]
+			if s.Stream != streams.StreamVarbinds {
+				continue // the traps: none here
+			}
 			if s.Applied != rs.Applied || s.Malformed != rs.Malformed || s.Applied != uint64(msgs) || s.Malformed != 1 {
 				t.Errorf("%s: %s: counts %+v, per message %+v, published %d (+1 malformed)", c.name, s.Stream, s, rs, msgs)
 			}
