@@ -87,6 +87,10 @@ func (rb *rebuild) writeFold(ctx context.Context, f projection.Folder) error {
 	var wg sync.WaitGroup
 	for i, w := range writes {
 		wg.Go(func() {
+			start := time.Now()
+			defer func() {
+				rb.opts.Log.Debug().Str("read_model", rb.model.Name).Int("write", i).Dur("took", time.Since(start)).Msg("rebuild fold write")
+			}()
 			errs[i] = pgx.BeginFunc(ctx, rb.db, func(tx pgx.Tx) error {
 				// A throwaway shadow: no need to wait for the WAL flush.
 				if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {

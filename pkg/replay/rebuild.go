@@ -378,6 +378,17 @@ func (rb *rebuild) createShadow(ctx context.Context) error {
 			return err
 		}
 		for _, t := range rb.model.Tables {
+			if t.ShadowNoIndex {
+				name := pgx.Identifier{t.Name}.Sanitize()
+				if err := dropEach(ctx, tx, `ALTER TABLE `+rb.shadow+`.`+name+` DROP CONSTRAINT `, `SELECT conname FROM pg_constraint
+					WHERE conrelid = ($1 || '.' || $2)::regclass AND contype IN ('p', 'u', 'x')`, rb.shadow, name); err != nil {
+					return fmt.Errorf("constraints of shadow %s: %w", t.Name, err)
+				}
+				if err := dropEach(ctx, tx, `DROP INDEX `+rb.shadow+`.`, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+					WHERE i.indrelid = ($1 || '.' || $2)::regclass`, rb.shadow, name); err != nil {
+					return fmt.Errorf("indexes of shadow %s: %w", t.Name, err)
+				}
+			}
 			if !t.ShadowUniqueOnly {
 				continue
 			}

@@ -348,7 +348,18 @@ func (f *onuFold) Writes() []func(ctx context.Context, tx pgx.Tx) error {
 	for _, o := range f.olts {
 		o.applyTraps(time.Time{}) // those after the OLT's last batch
 	}
-	return []func(ctx context.Context, tx pgx.Tx) error{f.writeONUs, f.writeHistory, f.writeHourly, f.writeSmall}
+	// The history, most of the rows, in two COPYs at once (by OLT).
+	var parts [2][]string
+	var rows [2]int
+	for _, id := range f.order {
+		p := 0
+		if rows[1] < rows[0] {
+			p = 1
+		}
+		parts[p] = append(parts[p], id)
+		rows[p] += len(f.olts[id].hist)
+	}
+	return []func(ctx context.Context, tx pgx.Tx) error{f.writeHistory(parts[0]), f.writeHistory(parts[1]), f.writeONUs, f.writeHourly, f.writeSmall}
 }
 
 func (f *onuFold) writeONUs(ctx context.Context, tx pgx.Tx) error {
@@ -370,18 +381,19 @@ func (f *onuFold) writeONUs(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// historySource streams the OLTs' history rows to COPY.
+// historySource streams the history rows of OLTs to COPY.
 type historySource struct {
 	f    *onuFold
-	olt  int // in f.order
+	olts []string
+	olt  int // in olts
 	next int // in its hist
 	row  []any
 	n    int
 }
 
 func (s *historySource) Next() bool {
-	for s.olt < len(s.f.order) {
-		if s.next < len(s.f.olts[s.f.order[s.olt]].hist) {
+	for s.olt < len(s.olts) {
+		if s.next < len(s.f.olts[s.olts[s.olt]].hist) {
 			s.next++
 			s.n++
 			return true
@@ -392,7 +404,7 @@ func (s *historySource) Next() bool {
 }
 
 func (s *historySource) Values() ([]any, error) {
-	id := s.f.order[s.olt]
+	id := s.olts[s.olt]
 	h := &s.f.olts[id].hist[s.next-1]
 	text := func(o optText) any {
 		if !o.set {
@@ -410,13 +422,16 @@ func (s *historySource) Values() ([]any, error) {
 
 func (s *historySource) Err() error { return nil }
 
-func (f *onuFold) writeHistory(ctx context.Context, tx pgx.Tx) error {
-	columns := []string{"olt_id", "pon_index", "onu_id", "field", "old_value", "new_value", "at", "execution_id", "stream_seq", "source"}
-	src := &historySource{f: f}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"onu_history"}, columns, src); err != nil {
-		return fmt.Errorf("copy %d onu history rows: %w", src.n, err)
+// writeHistory writes the history rows of olts.
+func (f *onuFold) writeHistory(olts []string) func(ctx context.Context, tx pgx.Tx) error {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		columns := []string{"olt_id", "pon_index", "onu_id", "field", "old_value", "new_value", "at", "execution_id", "stream_seq", "source"}
+		src := &historySource{f: f, olts: olts}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"onu_history"}, columns, src); err != nil {
+			return fmt.Errorf("copy %d onu history rows: %w", src.n, err)
+		}
+		return nil
 	}
-	return nil
 }
 
 func (f *onuFold) writeHourly(ctx context.Context, tx pgx.Tx) error {

@@ -49,9 +49,11 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			Tables: []projection.Table{
 				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},
 				{Name: "execution_placement", Key: []string{"olt_id", "execution_id"}},
-				// Inserted only (its by-ONU and by-time indexes serve the
-				// API and the live pruner; the shadow is pruned once).
-				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}, ShadowUniqueOnly: true},
+				// Inserted only, each row once (its by-ONU and by-time
+				// indexes serve the API and the live pruner, its key a
+				// replay into a table that kept its rows; the shadow is
+				// pruned once, compared by hash joins).
+				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}, ShadowUniqueOnly: true, ShadowNoIndex: true},
 				// Its hourly rollups, written with it.
 				{Name: "onu_history_hourly", Key: []string{"olt_id", "pon_index", "onu_id", "field", "hour"}},
 				{Name: "onu_walks", Key: []string{"olt_id"}},
