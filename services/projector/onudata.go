@@ -442,8 +442,13 @@ func merge(old streams.ONUState, existed bool, f *ONUFields) streams.ONUState {
 		cur.Status = *f.Status
 	}
 	if f.RxPowerSet {
-		cur.RxPowerDBm = nil
-		if f.RxPowerDBm != nil {
+		switch {
+		case f.RxPowerDBm == nil:
+			cur.RxPowerDBm = nil
+		case sameNum(cur.RxPowerDBm, f.RxPowerDBm):
+			// The reading the state holds (most of them): its value is
+			// kept, never written through, so it is shared.
+		default:
 			v := *f.RxPowerDBm
 			cur.RxPowerDBm = &v
 		}
