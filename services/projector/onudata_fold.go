@@ -129,7 +129,7 @@ func (f *onuFold) Decode(source int, msgs []jsrouter.Msg) (any, projection.Batch
 func (f *onuFold) Rows() int {
 	n := 0
 	for _, o := range f.olts {
-		n += len(o.onus) + len(o.hist) + len(o.hourly)
+		n += len(o.onus) + len(o.hist) + len(o.hourly) + len(o.traps)
 	}
 	return n
 }
