@@ -598,3 +598,65 @@ func count(b *testing.B, pool *pgxpool.Pool, q string) int64 {
 	}
 	return n
 }
+
+// BenchmarkRebuildONUDataForms runs `facho rebuild onu_data` on the
+// stream of BenchmarkStreamTools both ways, in the same run: the model's
+// fold (its first pass in memory, the tables copied in) and the batch
+// form (Fold unset, every shadow index kept), each first into empty live
+// tables and again over the rows it swapped in, beside a plain ordered
+// read of the stream:
+//
+//	go test -run '^$' -bench RebuildONUDataForms -benchtime 1x ./services/facho/cmd/facho
+func BenchmarkRebuildONUDataForms(b *testing.B) {
+	js, _, varbinds := benchStream(b, streams.CompressionS2, 1)
+	ctx := context.Background()
+	models, err := projector.ReadModels(projector.Config{}, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := models[0]
+	batch.Fold = nil
+	batch.Tables = append([]projection.Table(nil), batch.Tables...)
+	for i := range batch.Tables {
+		batch.Tables[i].ShadowNoIndex = false
+	}
+	b.ResetTimer()
+	start := time.Now()
+	cons, err := js.OrderedConsumer(ctx, streams.StreamVarbinds, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < benchBatches; i++ {
+		if _, err := it.Next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	it.Stop()
+	plain := float64(benchBatches) / time.Since(start).Seconds()
+	fmt.Printf("plain ordered consumer: %.0f msgs/s\n", plain)
+	for _, c := range []struct {
+		name  string
+		model projection.ReadModel
+	}{{"batch form", batch}, {"fold", models[0]}} {
+		pool := pgtest.New(b)
+		for _, when := range []string{"first", "again"} {
+			var rep replay.Report
+			func() {
+				defer rebuildGC(os.Getenv)()
+				rep, err = replay.Rebuild(ctx, js, pool, c.model, replay.RebuildOptions{Log: zerolog.Nop()})
+			}()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if when == "again" && !rep.Identical {
+				b.Fatalf("%s rebuilt again differs from the rows it swapped in: %+v", c.name, rep.Tables)
+			}
+			fmt.Printf("rebuild onu_data, %s, %s: %.0f varbinds/s (%.3fx the plain read's msgs/s)\n  (%s)\n", c.name, when,
+				float64(varbinds)/rep.Duration.Seconds(), float64(benchBatches)/rep.Duration.Seconds()/plain, rep.Phases)
+		}
+	}
+}
