@@ -28,6 +28,8 @@ type Msg struct {
 	NumDelivered uint64
 	Data         []byte
 	Header       nats.Header
+	// Time is when the stream stored the message (zero: not known).
+	Time time.Time
 	// Raw is the JetStream message, for what the router does not cover
 	// (e.g. InProgress on very long work). Do not Ack or Nak it: the
 	// router does.

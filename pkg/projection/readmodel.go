@@ -153,6 +153,13 @@ type Table struct {
 	// stay empty in the shadow (no default, no index over them): nothing
 	// reads them there.
 	ShadowUniqueOnly bool
+	// ShadowNoIndex gives the shadow copy no index at all during the
+	// rebuild's bulk pass, not even the key's: for a table the model only
+	// appends to (a history), whose rows a rebuild writes once each (the
+	// swap's comparison hash-joins). Each row copied in then pays for no
+	// index entry; an index on the key is built once, after the bulk
+	// pass, before any message is applied on top.
+	ShadowNoIndex bool
 }
 
 // Consumers returns the model's live consumers, sorted (the order the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -46,7 +47,10 @@ func (rb *rebuild) foldBulk(ctx context.Context, targets []uint64, progress func
 			return err
 		}
 	}
-	if err := rb.writeFold(ctx, f); err != nil {
+	writeStart := time.Now()
+	err := rb.writeFold(ctx, f)
+	rb.opts.Log.Debug().Str("read_model", rb.model.Name).Dur("took", time.Since(writeStart)).Msg("rebuild fold written")
+	if err != nil {
 		if !projection.Permanent(err) {
 			return fmt.Errorf("rebuild %s: write fold: %w", rb.model.Name, err)
 		}
@@ -83,6 +87,10 @@ func (rb *rebuild) writeFold(ctx context.Context, f projection.Folder) error {
 	var wg sync.WaitGroup
 	for i, w := range writes {
 		wg.Go(func() {
+			start := time.Now()
+			defer func() {
+				rb.opts.Log.Debug().Str("read_model", rb.model.Name).Int("write", i).Dur("took", time.Since(start)).Msg("rebuild fold write")
+			}()
 			errs[i] = pgx.BeginFunc(ctx, rb.db, func(tx pgx.Tx) error {
 				// A throwaway shadow: no need to wait for the WAL flush.
 				if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO off`); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -256,6 +257,9 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, db *pgxpool.Pool, mode
 			if total == 0 {
 				break
 			}
+			if err := rb.indexShadow(ctx, db); err != nil {
+				return rep, err
+			}
 		}
 		var done uint64
 		if round == 0 && model.Fold != nil && !opts.PerMessage {
@@ -341,6 +345,31 @@ type rebuild struct {
 	mu           sync.Mutex // guards src's counters (parallel workers)
 	src          []SourceReport
 	pos          []uint64 // last sequence applied to the shadow, per source
+	indexed      bool     // the ShadowNoIndex tables have their key's index
+}
+
+// indexShadow gives each ShadowNoIndex table of the shadow an index on its
+// key, once, before anything is applied after the bulk pass: the
+// messages applied one at a time then (the catch-up, the swap's) may look
+// rows up by it (a trap looks for the ONU's last trap in onu_history),
+// which would otherwise scan the whole table each. Built after the bulk
+// pass, it costs one sort instead of an entry per row copied in.
+func (rb *rebuild) indexShadow(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}) error {
+	if rb.indexed {
+		return nil
+	}
+	for _, t := range rb.model.Tables {
+		if !t.ShadowNoIndex {
+			continue
+		}
+		if _, err := db.Exec(ctx, `CREATE INDEX ON `+rb.shadow+`.`+pgx.Identifier{t.Name}.Sanitize()+` (`+quoteAll(t.Key)+`)`); err != nil {
+			return fmt.Errorf("index the shadow of %s: %w", t.Name, err)
+		}
+	}
+	rb.indexed = true
+	return nil
 }
 
 // batch is how many messages source i applies per transaction: the
@@ -378,6 +407,17 @@ func (rb *rebuild) createShadow(ctx context.Context) error {
 			return err
 		}
 		for _, t := range rb.model.Tables {
+			if t.ShadowNoIndex {
+				name := pgx.Identifier{t.Name}.Sanitize()
+				if err := dropEach(ctx, tx, `ALTER TABLE `+rb.shadow+`.`+name+` DROP CONSTRAINT `, `SELECT conname FROM pg_constraint
+					WHERE conrelid = ($1 || '.' || $2)::regclass AND contype IN ('p', 'u', 'x')`, rb.shadow, name); err != nil {
+					return fmt.Errorf("constraints of shadow %s: %w", t.Name, err)
+				}
+				if err := dropEach(ctx, tx, `DROP INDEX `+rb.shadow+`.`, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+					WHERE i.indrelid = ($1 || '.' || $2)::regclass`, rb.shadow, name); err != nil {
+					return fmt.Errorf("indexes of shadow %s: %w", t.Name, err)
+				}
+			}
 			if !t.ShadowUniqueOnly {
 				continue
 			}
@@ -519,7 +559,7 @@ func (rb *rebuild) targets(ctx context.Context) ([]uint64, uint64, error) {
 		if rb.pos[i] == 0 {
 			from = max(first, rb.opts.From.Seq)
 		}
-		if t >= from {
+		if t > 0 && t >= from { // t 0: an empty stream
 			total += t - from + 1
 		}
 	}
@@ -658,7 +698,7 @@ func (rb *rebuild) read(ctx context.Context, i int, target uint64, fn func(jsrou
 		// Data and headers stay valid: ordered consumer messages are not
 		// reused.
 		return fn(jsrouter.Msg{Stream: s.Stream, Consumer: s.Consumer, Subject: m.Subject(), Seq: meta.Sequence.Stream,
-			NumDelivered: 1, Data: m.Data(), Header: m.Headers()})
+			NumDelivered: 1, Data: m.Data(), Header: m.Headers(), Time: meta.Timestamp})
 	})
 	return err
 }

@@ -40,6 +40,9 @@ func (rb *rebuild) swap(ctx context.Context, tx pgx.Tx, rep *Report) error {
 		cp := live[s.Consumer]
 		rb.src[i].LiveCheckpoint = cp
 		if cp > rb.pos[i] {
+			if err := rb.indexShadow(ctx, tx); err != nil {
+				return err
+			}
 			var msgs []jsrouter.Msg
 			var last uint64
 			if err := rb.read(ctx, i, cp, func(m jsrouter.Msg) error {

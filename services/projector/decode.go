@@ -141,14 +141,17 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 		}
 	}
 
-	d := Decoded{ONUs: map[ONUKey]*ONUFields{}, Skipped: map[string]int{}}
+	// Sized for a batch of rows (an ONU a row): growing the maps row by
+	// row rehashed them a dozen times a batch.
+	d := Decoded{ONUs: make(map[ONUKey]*ONUFields, len(b.Rows)), Skipped: map[string]int{}}
 	rows := newRowValues(schemeParser, cols, b)
 	// A row's values share its index: each index spec parses it once.
 	type memoKey struct {
 		spec   int
 		suffix string
 	}
-	parsed := map[memoKey]parsedIndex{}
+	parsed := make(map[memoKey]parsedIndex, len(b.Rows))
+	plainPonONU := b.Index == nil && b.IndexScheme == SchemePonONU
 	parse := func(col *column, suffix string) parsedIndex {
 		k := memoKey{col.specID, suffix}
 		if p, ok := parsed[k]; ok {
@@ -156,9 +159,15 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 		}
 		var pi streams.ParsedIndex
 		var err error
-		if col.primary && rows != nil {
+		switch {
+		case col.primary && rows != nil:
 			pi, err = rows.parse(suffix)
-		} else {
+		case col.primary && plainPonONU:
+			var ok bool
+			if pi, ok = parsePonONU(suffix); !ok {
+				pi, err = col.parser.Parse(suffix) // its error
+			}
+		default:
 			pi, err = col.parser.Parse(suffix)
 		}
 		p := parsedIndex{pi, err}
@@ -222,6 +231,40 @@ func DecodeBatch(b streams.VarbindBatch) (Decoded, error) {
 		}
 	}
 	return d, nil
+}
+
+// parsePonONU is the built-in pon.onu scheme's IndexParser.Parse
+// (streams.BuiltinIndex: two integer arcs, pon and onu, then any numeric
+// arcs; port name "{pon}:{onu}") without its maps, for the commonest
+// index: false for whatever it would refuse (the caller asks the parser
+// then, for its error). TestParsePonONUMatchesParser holds them equal.
+func parsePonONU(suffix string) (streams.ParsedIndex, bool) {
+	var v [2]uint64
+	at, end := 0, 0
+	for n := 0; ; n++ {
+		dot := strings.IndexByte(suffix[at:], '.')
+		arc := suffix[at:]
+		if dot >= 0 {
+			arc = suffix[at : at+dot]
+		}
+		x, err := strconv.ParseUint(arc, 10, 32)
+		if err != nil {
+			return streams.ParsedIndex{}, false
+		}
+		if n < 2 {
+			v[n] = x
+			end = at + len(arc)
+		}
+		if dot < 0 {
+			if n < 1 {
+				return streams.ParsedIndex{}, false
+			}
+			break
+		}
+		at += dot + 1
+	}
+	return streams.ParsedIndex{PonIndex: int64(v[0]), ONUID: int64(v[1]), Index: suffix[:end],
+		PortName: strconv.FormatUint(v[0], 10) + ":" + strconv.FormatUint(v[1], 10)}, true
 }
 
 // parsedIndex is a row index read through an index spec, or why not.

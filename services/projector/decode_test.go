@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/facho-olt/facho/streams"
@@ -255,5 +256,61 @@ func TestFiberhomeBatch(t *testing.T) {
 	o := d.ONUs[ONUKey{1<<25 | 3<<19, 7}]
 	if o == nil || *o.Serial != "FHTT00000007" || *o.RxPowerDBm != -18.9 {
 		t.Fatalf("decoded %+v", d.ONUs)
+	}
+}
+
+// TestParsePonONUMatchesParser: the pon.onu fast path reads every row
+// index as the built-in scheme's parser does, and leaves to it every one
+// the parser refuses.
+func TestParsePonONUMatchesParser(t *testing.T) {
+	spec, _ := streams.BuiltinIndex(streams.IndexSchemePonONU)
+	parser := spec.Parser()
+	for _, suffix := range []string{"4194304000.1", "4194312192.63", "0.0", "7.8.1", "7.8.1.2.3", "007.08", "4294967295.4294967295",
+		"4294967296.1", "1.4294967296", "1", "", ".", "1.", ".1", "1..2", "1.2.", "1.2.x", "a.b", "-1.2", "+1.2", "1_0.2", "1.2.-3", " 1.2"} {
+		want, werr := parser.Parse(suffix)
+		got, ok := parsePonONU(suffix)
+		switch {
+		case werr != nil && ok:
+			t.Errorf("%q: fast path read %+v, the parser refuses it: %v", suffix, got, werr)
+		case werr == nil && !ok:
+			t.Errorf("%q: fast path refuses what the parser reads as %+v", suffix, want)
+		case werr == nil && got != want:
+			t.Errorf("%q: fast path %+v, parser %+v", suffix, got, want)
+		}
+	}
+}
+
+// TestSameStateMatchesHistoryFields: sameState says two states are the
+// same exactly when their history renderings are.
+func TestSameStateMatchesHistoryFields(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	tm := func(t time.Time) *time.Time { return &t }
+	base := streams.ONUState{Serial: "HWTC00000001", Status: "ONLINE", RxPowerDBm: f(-20.5), LastDownAt: tm(at)}
+	for _, c := range []struct {
+		name string
+		edit func(s *streams.ONUState)
+	}{
+		{"same", func(s *streams.ONUState) {}},
+		{"serial", func(s *streams.ONUState) { s.Serial = "HWTC00000002" }},
+		{"rx moved", func(s *streams.ONUState) { s.RxPowerDBm = f(-20.51) }},
+		{"rx gone", func(s *streams.ONUState) { s.RxPowerDBm = nil }},
+		{"rx same value, other pointer", func(s *streams.ONUState) { s.RxPowerDBm = f(-20.5) }},
+		{"negative zero", func(s *streams.ONUState) { s.RxPowerDBm = f(math.Copysign(0, -1)) }},
+		{"tx set", func(s *streams.ONUState) { s.TxPowerDBm = f(2) }},
+		{"same instant, other zone", func(s *streams.ONUState) { s.LastDownAt = tm(at.In(time.FixedZone("x", 3600))) }},
+		{"other instant", func(s *streams.ONUState) { s.LastDownAt = tm(at.Add(time.Nanosecond)) }},
+		{"up time set", func(s *streams.ONUState) { s.LastUpAt = tm(at) }},
+		{"model", func(s *streams.ONUState) { s.Model = "HG8245" }},
+	} {
+		b := base
+		c.edit(&b)
+		if got, want := sameState(base, b), historyFields(base) == historyFields(b); got != want {
+			t.Errorf("%s: sameState %v, renderings equal %v", c.name, got, want)
+		}
+	}
+	zero := streams.ONUState{RxPowerDBm: f(0)}
+	if got, want := sameState(zero, streams.ONUState{RxPowerDBm: f(math.Copysign(0, -1))}), historyFields(zero) == historyFields(streams.ONUState{RxPowerDBm: f(math.Copysign(0, -1))}); got != want {
+		t.Errorf("0 and -0: sameState %v, renderings equal %v", got, want)
 	}
 }

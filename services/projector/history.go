@@ -37,6 +37,11 @@ func (h *historyRows) push(olt, exec string, seq uint64, at time.Time, k ONUKey,
 // its first history rows (every field with a value, old NULL); a removed
 // ONU gets removed_at, and one found again gets removed_at back to NULL.
 func (h *historyRows) add(olt, exec string, seq uint64, at time.Time, c onuChange) {
+	addHistory(c, at, func(k ONUKey, field string, old, cur optText) { h.push(olt, exec, seq, at, k, field, old, cur) })
+}
+
+// addHistory calls push with each history row of c (see add).
+func addHistory(c onuChange, at time.Time, push func(k ONUKey, field string, old, cur optText)) {
 	cur := historyFields(c.Current)
 	var prev [len(historyFieldNames)]optText
 	if c.Previous != nil {
@@ -44,16 +49,16 @@ func (h *historyRows) add(olt, exec string, seq uint64, at time.Time, c onuChang
 	}
 	switch c.Change {
 	case streams.ONURemoved:
-		h.push(olt, exec, seq, at, c.Key, "removed_at", optText{}, timeOf(c.RemovedAtOr(at)))
+		push(c.Key, "removed_at", optText{}, timeOf(c.RemovedAtOr(at)))
 		return
 	case streams.ONUDiscovered:
 		if c.RemovedAt != nil {
-			h.push(olt, exec, seq, at, c.Key, "removed_at", timeOf(c.RemovedAt), optText{})
+			push(c.Key, "removed_at", timeOf(c.RemovedAt), optText{})
 		}
 	}
 	for i, name := range historyFieldNames {
 		if prev[i] != cur[i] {
-			h.push(olt, exec, seq, at, c.Key, name, prev[i], cur[i])
+			push(c.Key, name, prev[i], cur[i])
 		}
 	}
 }

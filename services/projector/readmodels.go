@@ -33,17 +33,28 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 	return []projection.ReadModel{
 		{
 			Name:        ReadModelONUData,
-			Description: "current state of every ONU, from the raw varbinds",
+			Description: "current state of every ONU, from the raw varbinds and the ONU status traps",
 			Sources: []projection.Source{
+				// The traps set an ONU's status between polls (traps.go).
+				// First: the fold holds them and applies each before the
+				// first batch of its OLT the stream stored after it, as
+				// the live consumers met them (onudata_fold.go).
+				{Stream: streams.StreamTrap, Consumer: streams.ConsumerProjectorTraps, Decode: projection.SubjectChecked(p.decodeTrap),
+					Partition: projection.SubjectToken(2)}, // facho.trap.<olt>
 				{Stream: streams.StreamVarbinds, Consumer: streams.ConsumerProjectorVarbinds, Decode: projection.SubjectChecked(p.decodeVarbinds),
-					Partition: projection.SubjectToken(2), ApplyBatch: p.applyVarbindBatch}, // facho.varbinds.<olt>: rows of that OLT
+					Partition: projection.SubjectToken(2), ApplyBatch: p.applyVarbindBatch, // facho.varbinds.<olt>: rows of that OLT
+					// Runs of 100 batches (a walk's are tens of kilobytes
+					// each): the fold decodes a few runs ahead.
+					Batch: 100},
 			},
 			Tables: []projection.Table{
 				{Name: "onu_data", Key: []string{"olt_id", "pon_index", "onu_id"}},
 				{Name: "execution_placement", Key: []string{"olt_id", "execution_id"}},
-				// Inserted only (its by-ONU and by-time indexes serve the
-				// API and the live pruner; the shadow is pruned once).
-				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}, ShadowUniqueOnly: true},
+				// Inserted only, each row once (its by-ONU and by-time
+				// indexes serve the API and the live pruner, its key a
+				// replay into a table that kept its rows; the shadow is
+				// pruned once, compared by hash joins).
+				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}, ShadowUniqueOnly: true, ShadowNoIndex: true},
 				// Its hourly rollups, written with it.
 				{Name: "onu_history_hourly", Key: []string{"olt_id", "pon_index", "onu_id", "field", "hour"}},
 				{Name: "onu_walks", Key: []string{"olt_id"}},
@@ -53,12 +64,17 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 			// projector grouped its batches; the rebuild fills a copy of
 			// its own for its end-of-walk checks, and the live one, at
 			// the live checkpoint the shadow catches up to, stays.
-			Scratch: []string{"onu_event_outbox", "pending_events", "onu_walk_seen"},
+			// traps: the trap consumer's own table, written by the traps'
+			// decoder (not part of this model).
+			Scratch: []string{"onu_event_outbox", "pending_events", "onu_walk_seen", "traps"},
 			// The shadow's onu_history and its rollups are pruned as the
 			// live maintenance prunes them (cfg.HistoryRetention; 0: nothing). No Window: onu_data is
 			// every ONU's latest state, which a stream that lost old
 			// messages lacks for ONUs not polled since.
 			Prune: pruneHistoryShadow(cfg.HistoryRetention, cfg.now),
+			// The first pass folded in memory and copied in
+			// (onudata_fold.go).
+			Fold: p.newONUFold,
 		},
 		{
 			Name:        ReadModelExecutions,

@@ -110,6 +110,13 @@ func (p *projector) applyTraps(ctx context.Context, msgs []jetstream.Msg) error 
 		if _, err := tx.Exec(ctx, `INSERT INTO checkpoints (consumer, last_seq) VALUES ($1, 0) ON CONFLICT (consumer) DO NOTHING`, streams.ConsumerProjectorTraps); err != nil {
 			return fmt.Errorf("create checkpoint: %w", err)
 		}
+		// A rebuild of onu_data (the traps are one of its sources) holds
+		// the checkpoint FOR UPDATE while it swaps: the group waits for
+		// it before touching an ONU row the swap replaces (FOR KEY SHARE:
+		// groups do not wait for each other).
+		if _, err := tx.Exec(ctx, `SELECT last_seq FROM checkpoints WHERE consumer = $1 FOR KEY SHARE`, streams.ConsumerProjectorTraps); err != nil {
+			return fmt.Errorf("read checkpoint: %w", err)
+		}
 		top := int64(0)
 		for _, m := range msgs {
 			meta, err := m.Metadata()

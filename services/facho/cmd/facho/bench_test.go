@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -41,41 +42,156 @@ var benchColumns = []streams.OIDSpec{
 	{ID: "hw-rx", OID: hwBase[1:] + "51.1.4", Field: streams.FieldRxPower, Decoder: streams.Decoder{Kind: "scaled", Scale: 0.01, NoReading: &noReading}},
 }
 
-// benchBatch is batch b of a walk: 128 ONUs of one PON, 4 varbinds each,
-// the way the poller publishes them: one row per ONU with its four
-// columns (streams.VarbindRow), no raw varbinds. streams.Encode writes
-// the bytes the poller's own encoder does (the poller's encode_test
-// checks that).
-func benchBatch(tb testing.TB, b int, at time.Time) ([]byte, int) {
-	olt := fmt.Sprintf("olt-%d", b%10)
-	pon := int64(4194304000 + (b/10%16)*256)
-	bt := streams.VarbindBatch{ExecutionID: fmt.Sprintf("exec-%d", b/160), JobID: "job-get", OLTID: olt, BrandID: "huawei",
-		IndexScheme: projector.SchemePonONU, LeaseRevision: uint64(b/160 + 1), Batch: b % 160, Columns: benchColumns, CollectedAt: at}
-	n := 0
-	for o := int64(0); o < 128; o++ {
-		serial := hex.EncodeToString([]byte{'H', 'W', 'T', 'C', byte(o), byte(pon), 0x1a, byte(b % 7)})
-		status := "1"
-		if (o+int64(b))%9 == 0 {
-			status = "2"
+// The bench's varbind stream is what the pollers of `facho bench` publish
+// (services/facho/bench: a discovery job walking the four Huawei ONU
+// columns and an optical GET job reading the Rx power, both every cycle,
+// on OLTs of 1x16x64 ONUs): benchOLTs OLTs of benchPONs x benchONUsPerPON
+// ONUs, benchCycles cycles. A cycle is, per OLT, a discovery walk (rows of
+// the four columns, 125 ONUs a batch as the poller's 500-varbind batches
+// cut them, the last batch marked Last) and a GET of every ONU's Rx power
+// (rows of one value, 500 a batch), the OLTs' batches interleaved as
+// concurrent executions publish them. The first cycle discovers every ONU;
+// after it, each reading of an online ONU's Rx power moves by 0.01-0.05 dB
+// for a quarter of them, and 2% of the ONUs go offline or back online a
+// cycle (an offline ONU's Rx power reads as the no-reading value), as on a
+// live network. streams.Encode writes the bytes the poller's own encoder
+// does (the poller's encode_test checks that).
+const (
+	benchOLTs             = 10
+	benchPONs             = 16
+	benchONUsPerPON       = 64
+	benchCycles           = 10
+	benchRowsPerWalkBatch = 125 // 500 varbinds of 4 columns
+	benchRowsPerGetBatch  = 500
+)
+
+// benchONUs is the ONUs of one OLT; benchBatches the batches of the
+// stream.
+const (
+	benchONUs    = benchPONs * benchONUsPerPON
+	benchBatches = benchOLTs * benchCycles * ((benchONUs+benchRowsPerWalkBatch-1)/benchRowsPerWalkBatch + (benchONUs+benchRowsPerGetBatch-1)/benchRowsPerGetBatch)
+)
+
+// benchMessage is one published varbind batch.
+type benchMessage struct {
+	subject  string
+	data     []byte
+	varbinds int
+}
+
+// benchMessages returns the stream's batches in publish order.
+func benchMessages(tb testing.TB, start time.Time) []benchMessage {
+	walkCols := benchColumns
+	getCols := []streams.OIDSpec{benchColumns[3]}
+	type onu struct {
+		pon, id int64
+		serial  []byte
+		online  bool
+		rx      int64 // 0.01 dBm
+	}
+	// Per OLT, its ONUs and the batches of the current cycle.
+	fleet := make([][]onu, benchOLTs)
+	for o := range fleet {
+		for i := 0; i < benchONUs; i++ {
+			pon := int64(4194304000 + 8192 + (i/benchONUsPerPON)*256) // slot 1, port i/64
+			x := uint32(o*benchONUs + i)
+			fleet[o] = append(fleet[o], onu{pon: pon, id: int64(i % benchONUsPerPON),
+				serial: []byte{'H', 'W', 'T', 'C', byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)},
+				online: (i*7+o)%10 != 0, rx: -800 - int64((i*131+o*17)%1901)})
 		}
-		bt.Rows = append(bt.Rows, streams.VarbindRow{Index: fmt.Sprintf("%d.%d", pon, o), Values: []streams.RowValue{
-			{Column: 0, Type: streams.VTOctetString, Value: serial},
-			{Column: 1, Type: streams.VTOctetString, Value: hex.EncodeToString(fmt.Appendf(nil, "cliente %d-%d", pon%1000, o))},
-			{Column: 2, Type: streams.VTInteger, Value: status},
-			{Column: 3, Type: streams.VTInteger, Value: fmt.Sprint(-1800 - (o*7+int64(b))%900)},
-		}})
-		n += 4
 	}
-	data, err := streams.Encode("poller-bench", at, bt)
-	if err != nil {
-		tb.Fatal(err)
+	hexText := func(s string) string { return hex.EncodeToString([]byte(s)) }
+	var out []benchMessage
+	for c := 0; c < benchCycles; c++ {
+		cycleAt := start.Add(time.Duration(c) * 5 * time.Minute)
+		perOLT := make([][]benchMessage, benchOLTs)
+		for o := range fleet {
+			olt := fmt.Sprintf("olt-%d", o)
+			onus := fleet[o]
+			if c > 0 {
+				for i := range onus {
+					if (i*13+c*7+o)%50 == 0 { // 2% a cycle
+						onus[i].online = !onus[i].online
+					}
+				}
+			}
+			rxRead := func(i, read int) string {
+				if !onus[i].online {
+					return fmt.Sprint(noReading)
+				}
+				if c > 0 && (i*31+c*5+read*3+o)%4 == 0 { // a quarter of the readings move
+					step := int64(1 + (i+c+read)%5)
+					if (i+c)%2 == 0 {
+						step = -step
+					}
+					onus[i].rx = min(-800, max(-2800, onus[i].rx+step))
+				}
+				return fmt.Sprint(onus[i].rx)
+			}
+			at := cycleAt.Add(time.Duration(o) * 100 * time.Millisecond)
+			publish := func(job, kind string, rev uint64, cols []streams.OIDSpec, n int, last bool, rows []streams.VarbindRow, varbinds int) {
+				exec := fmt.Sprintf("%s-%s-%d", job, olt, c)
+				bt := streams.VarbindBatch{ExecutionID: exec, JobID: job, OLTID: olt, BrandID: "huawei", IndexScheme: projector.SchemePonONU,
+					LeaseRevision: rev, Batch: n, Columns: cols, CollectedAt: at, Rows: rows, Last: last, JobKind: kind}
+				at = at.Add(20 * time.Millisecond)
+				data, err := streams.Encode("poller-bench", bt.CollectedAt, bt)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				perOLT[o] = append(perOLT[o], benchMessage{subject: streams.SubjectVarbinds(olt), data: data, varbinds: varbinds})
+			}
+			// The discovery walk.
+			for first, n := 0, 1; first < len(onus); first, n = first+benchRowsPerWalkBatch, n+1 {
+				var rows []streams.VarbindRow
+				end := min(first+benchRowsPerWalkBatch, len(onus))
+				for i := first; i < end; i++ {
+					u := onus[i]
+					status := "1"
+					if !u.online {
+						status = "2"
+					}
+					rows = append(rows, streams.VarbindRow{Index: fmt.Sprintf("%d.%d", u.pon, u.id), Values: []streams.RowValue{
+						{Column: 0, Type: streams.VTOctetString, Value: hex.EncodeToString(u.serial)},
+						{Column: 1, Type: streams.VTOctetString, Value: hexText(fmt.Sprintf("cliente-1-%d-%d", (u.pon-4194304000-8192)/256, u.id))},
+						{Column: 2, Type: streams.VTInteger, Value: status},
+						{Column: 3, Type: streams.VTInteger, Value: rxRead(i, 0)},
+					}})
+				}
+				publish("bench-discovery", streams.KindDiscovery, uint64(2*c+1), walkCols, n, end == len(onus), rows, 4*(end-first))
+			}
+			// The optical GET.
+			for first, n := 0, 1; first < len(onus); first, n = first+benchRowsPerGetBatch, n+1 {
+				var rows []streams.VarbindRow
+				end := min(first+benchRowsPerGetBatch, len(onus))
+				for i := first; i < end; i++ {
+					u := onus[i]
+					rows = append(rows, streams.VarbindRow{Index: fmt.Sprintf("%d.%d", u.pon, u.id), Values: []streams.RowValue{
+						{Column: 0, Type: streams.VTInteger, Value: rxRead(i, 1)}}})
+				}
+				publish("bench-optical", streams.KindGet, uint64(2*c+2), getCols, n, false, rows, end-first)
+			}
+		}
+		// The OLTs' executions run at once: their batches interleave.
+		for i := 0; ; i++ {
+			more := false
+			for o := range perOLT {
+				if i < len(perOLT[o]) {
+					out = append(out, perOLT[o][i])
+					more = true
+				}
+			}
+			if !more {
+				break
+			}
+		}
 	}
-	return data, n
+	return out
 }
 
 // benchStream starts a file-storage server with compression c and fills
-// the varbind stream with n batches; it returns the connection, the stream
-// directory's bytes on disk and the varbinds published.
+// the varbind stream with the batches of benchMessages (n ONU-change
+// events per 100); it returns the connection, the stream directory's bytes
+// on disk and the varbinds published.
 func benchStream(b *testing.B, c string, n int) (jetstream.JetStream, map[string]int64, int) {
 	b.Helper()
 	dir := b.TempDir()
@@ -99,10 +215,15 @@ func benchStream(b *testing.B, c string, n int) (jetstream.JetStream, map[string
 	}
 	varbinds := 0
 	at := time.Now().Add(-time.Hour)
-	for i := 0; i < n; i++ {
-		data, v := benchBatch(b, i, at.Add(time.Duration(i)*time.Second))
-		varbinds += v
-		if _, err := js.PublishAsync(streams.SubjectVarbinds(fmt.Sprintf("olt-%d", i%10)), data); err != nil {
+	for _, m := range benchMessages(b, at) {
+		varbinds += m.varbinds
+		_, err := js.PublishAsync(m.subject, m.data)
+		if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			// A loaded machine: let the acks catch up.
+			<-js.PublishAsyncComplete()
+			_, err = js.PublishAsync(m.subject, m.data)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -179,7 +300,7 @@ func benchStream(b *testing.B, c string, n int) (jetstream.JetStream, map[string
 // options and garbage collector settings `facho rebuild` runs with
 // (rebuildGC), as the command would.
 func BenchmarkStreamTools(b *testing.B) {
-	const batches = 1000
+	const batches = benchBatches
 	_, rawDisks, varbinds := benchStream(b, streams.CompressionNone, batches)
 	js, s2Disks, _ := benchStream(b, streams.CompressionS2, batches)
 	rawDisk, s2Disk := rawDisks[streams.StreamVarbinds], s2Disks[streams.StreamVarbinds]
@@ -508,4 +629,66 @@ func count(b *testing.B, pool *pgxpool.Pool, q string) int64 {
 		b.Fatal(err)
 	}
 	return n
+}
+
+// BenchmarkRebuildONUDataForms runs `facho rebuild onu_data` on the
+// stream of BenchmarkStreamTools both ways, in the same run: the model's
+// fold (its first pass in memory, the tables copied in) and the batch
+// form (Fold unset, every shadow index kept), each first into empty live
+// tables and again over the rows it swapped in, beside a plain ordered
+// read of the stream:
+//
+//	go test -run '^$' -bench RebuildONUDataForms -benchtime 1x ./services/facho/cmd/facho
+func BenchmarkRebuildONUDataForms(b *testing.B) {
+	js, _, varbinds := benchStream(b, streams.CompressionS2, 1)
+	ctx := context.Background()
+	models, err := projector.ReadModels(projector.Config{}, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := models[0]
+	batch.Fold = nil
+	batch.Tables = append([]projection.Table(nil), batch.Tables...)
+	for i := range batch.Tables {
+		batch.Tables[i].ShadowNoIndex = false
+	}
+	b.ResetTimer()
+	start := time.Now()
+	cons, err := js.OrderedConsumer(ctx, streams.StreamVarbinds, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < benchBatches; i++ {
+		if _, err := it.Next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	it.Stop()
+	plain := float64(benchBatches) / time.Since(start).Seconds()
+	fmt.Printf("plain ordered consumer: %.0f msgs/s\n", plain)
+	for _, c := range []struct {
+		name  string
+		model projection.ReadModel
+	}{{"batch form", batch}, {"fold", models[0]}} {
+		pool := pgtest.New(b)
+		for _, when := range []string{"first", "again"} {
+			var rep replay.Report
+			func() {
+				defer rebuildGC(os.Getenv)()
+				rep, err = replay.Rebuild(ctx, js, pool, c.model, replay.RebuildOptions{Log: zerolog.Nop()})
+			}()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if when == "again" && !rep.Identical {
+				b.Fatalf("%s rebuilt again differs from the rows it swapped in: %+v", c.name, rep.Tables)
+			}
+			fmt.Printf("rebuild onu_data, %s, %s: %.0f varbinds/s (%.3fx the plain read's msgs/s)\n  (%s)\n", c.name, when,
+				float64(varbinds)/rep.Duration.Seconds(), float64(benchBatches)/rep.Duration.Seconds()/plain, rep.Phases)
+		}
+	}
 }
