@@ -1,0 +1,139 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ponHourly renders pon_history_hourly as "pon field hour min/max/onus".
+func (r *rig) ponHourly() string {
+	r.t.Helper()
+	return r.ponRows(`SELECT pon_index, field, hour, min_value, max_value, onus FROM pon_history_hourly ORDER BY 1, 2, 3`)
+}
+
+// ponOfONUHourly renders onu_history_hourly aggregated by PON as
+// ponHourly renders pon_history_hourly: what it must hold.
+func (r *rig) ponOfONUHourly() string {
+	r.t.Helper()
+	return r.ponRows(`SELECT pon_index, field, hour, min(min_value), max(max_value), count(*) FROM onu_history_hourly GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
+}
+
+func (r *rig) ponRows(sql string) string {
+	r.t.Helper()
+	rows, err := r.pool.Query(context.Background(), sql)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	f := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprint(*p)
+	}
+	var out []string
+	for rows.Next() {
+		var (
+			pon, onus int64
+			field     string
+			hour      time.Time
+			mn, mx    *float64
+		)
+		if err := rows.Scan(&pon, &field, &hour, &mn, &mx, &onus); err != nil {
+			r.t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%d %s %s %s/%s/%d", pon, field, hour.UTC().Format("01-02T15"), f(mn), f(mx), onus))
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
+}
+
+// The PON rollup is the ONU rollup aggregated by PON, field and hour,
+// however the changes are split into transactions, and a replay of
+// changes already rolled up changes neither: the ONUs of an hour are
+// counted once each.
+func TestPONHourlyRollup(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	h0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	num := func(s string) optText { return optText{s, s != ""} }
+	type change struct {
+		pon, onu int64
+		field    string
+		old, new string
+		at       time.Duration
+	}
+	changes := []change{
+		{1, 1, "rx_power_dbm", "", "-20", 5 * time.Minute},
+		{1, 2, "rx_power_dbm", "", "-22.5", 6 * time.Minute},
+		{1, 1, "rx_power_dbm", "-20", "-24", 10 * time.Minute},
+		{2, 1, "rx_power_dbm", "", "-18", 11 * time.Minute},
+		{1, 1, "tx_power_dbm", "", "2.5", 12 * time.Minute},
+		{1, 2, "rx_power_dbm", "-22.5", "-21", 20 * time.Minute},
+		{1, 1, "rx_power_dbm", "-24", "", 65 * time.Minute}, // next hour: offline
+		{1, 2, "rx_power_dbm", "-21", "-19", 70 * time.Minute},
+		{1, 1, "rx_power_dbm", "", "-23", 3 * time.Hour},
+		{1, 3, "rx_power_dbm", "", "-25", 3*time.Hour + time.Minute},
+	}
+	// upsert rolls changes[from:to] up in a transaction.
+	upsert := func(from, to int) {
+		t.Helper()
+		var h hourlyRows
+		for i := from; i < to; i++ {
+			c := changes[i]
+			h.push("olt-p", ONUKey{PonIndex: c.pon, ONUID: c.onu}, c.field, num(c.old), num(c.new), h0.Add(c.at), uint64(100+i))
+		}
+		if err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error { return h.upsert(ctx, tx) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := strings.Join([]string{
+		"1 rx_power_dbm 11-20T10 -24/-20/2",
+		"1 rx_power_dbm 11-20T11 -24/-19/2",
+		"1 rx_power_dbm 11-20T13 -25/-23/2",
+		"1 tx_power_dbm 11-20T10 2.5/2.5/1",
+		"2 rx_power_dbm 11-20T10 -18/-18/1",
+	}, "\n")
+	for _, tc := range []struct {
+		name  string
+		split []int // the transactions' first changes
+	}{
+		{"one transaction", []int{0}},
+		{"a transaction per change", []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+		{"an hour over two transactions", []int{0, 2, 7, 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, table := range []string{"onu_history_hourly", "pon_history_hourly"} {
+				if _, err := r.pool.Exec(ctx, `DELETE FROM `+table); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, from := range tc.split {
+				to := len(changes)
+				if i+1 < len(tc.split) {
+					to = tc.split[i+1]
+				}
+				upsert(from, to)
+			}
+			if got := r.ponHourly(); got != want {
+				t.Fatalf("PON rollup\n%s\nwant\n%s", got, want)
+			}
+			// A replay: all of it again, then a part.
+			upsert(0, len(changes))
+			upsert(2, 6)
+			if got := r.ponHourly(); got != want {
+				t.Fatalf("PON rollup after a replay\n%s\nwant\n%s", got, want)
+			}
+			if got, agg := r.ponHourly(), r.ponOfONUHourly(); got != agg {
+				t.Fatalf("PON rollup\n%s\nis not the ONU rollup by PON\n%s", got, agg)
+			}
+		})
+	}
+}
