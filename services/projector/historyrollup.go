@@ -92,7 +92,9 @@ const hourlyMerge = ` ON CONFLICT (olt_id, pon_index, onu_id, field, hour) DO UP
 // ONUs of a PON row are counted by the ONU rows the statement inserts,
 // not those it merges into: whether the ONU's row of the hour was there
 // is read in the statement's snapshot (existed), one primary key lookup
-// per ONU row, pruned to the hour's partition. A replay of changes
+// per ONU row. $9 and $10, the first and last hour of the changes, prune
+// that lookup to their days' partitions when the statement starts, not
+// at each lookup among a year of them. A replay of changes
 // already rolled up merges into rows that are all there, so it changes
 // no count; the range only widens, so merging the new rows' range into
 // the PON's is the same as merging theirs after the ONU rows merged.
@@ -101,7 +103,8 @@ const hourlyMerge = ` ON CONFLICT (olt_id, pon_index, onu_id, field, hour) DO UP
 const upsertHourly = `WITH c AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::float8[], $7::timestamptz[], $8::bigint[])
 		AS u(olt, pon, onu, field, o, n, at, seq)),
 	a AS (SELECT g.*, EXISTS (SELECT 1 FROM onu_history_hourly e
-			WHERE e.olt_id = g.olt AND e.pon_index = g.pon AND e.onu_id = g.onu AND e.field = g.field AND e.hour = g.hour) AS existed
+			WHERE e.olt_id = g.olt AND e.pon_index = g.pon AND e.onu_id = g.onu AND e.field = g.field AND e.hour = g.hour
+				AND e.hour >= $9 AND e.hour <= $10) AS existed
 		FROM (` + hourlyAggregate + `) g),
 	up AS (INSERT INTO onu_history_hourly AS t (olt_id, pon_index, onu_id, field, hour, min_value, max_value, last_value, last_at, last_seq)
 		SELECT olt, pon, onu, field, hour, min_value, max_value, last_value, last_at, last_seq FROM a` + hourlyMerge + `)
@@ -122,7 +125,17 @@ func (h *hourlyRows) upsert(ctx context.Context, tx pgx.Tx) error {
 	if len(h.olt) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, upsertHourly, h.olt, h.pon, h.onu, h.field, h.old, h.new, h.at, h.seq); err != nil {
+	first, last := h.at[0], h.at[0]
+	for _, at := range h.at {
+		if at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	first, last = first.UTC().Truncate(time.Hour), last.UTC().Truncate(time.Hour)
+	if _, err := tx.Exec(ctx, upsertHourly, h.olt, h.pon, h.onu, h.field, h.old, h.new, h.at, h.seq, first, last); err != nil {
 		return fmt.Errorf("roll up %d onu history rows by hour: %w", len(h.olt), err)
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/facho-olt/facho/pkg/pgtest"
 )
 
 // ponHourly renders pon_history_hourly as "pon field hour min/max/onus".
@@ -134,6 +136,64 @@ func TestPONHourlyRollup(t *testing.T) {
 			if got, agg := r.ponHourly(), r.ponOfONUHourly(); got != agg {
 				t.Fatalf("PON rollup\n%s\nis not the ONU rollup by PON\n%s", got, agg)
 			}
+		})
+	}
+}
+
+// BenchmarkHourlyUpsert measures the projector's rollup statement per
+// transaction of 1,024 ONUs' Rx changes (8 PONs of 128), a transaction
+// per 5-minute poll (so one in 12 inserts the hour's rows, the others
+// merge into them), over a year of day partitions: the ONU rollup alone
+// (as before pon_history_hourly) beside the ONU and PON rollups, in the
+// same run, each on a database of its own:
+//
+//	go test -run '^$' -bench HourlyUpsert -benchtime 300x -count 3 ./services/projector
+func BenchmarkHourlyUpsert(b *testing.B) {
+	const onusPerPON, pons = 128, 8
+	onuOnly := `WITH c AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::float8[], $7::timestamptz[], $8::bigint[])
+		AS u(olt, pon, onu, field, o, n, at, seq))
+	INSERT INTO onu_history_hourly AS t (olt_id, pon_index, onu_id, field, hour, min_value, max_value, last_value, last_at, last_seq) ` +
+		hourlyAggregate + hourlyMerge
+	for _, bc := range []struct{ name, sql string }{
+		{"onu rollup only", onuOnly},
+		{"onu and pon rollups", ""}, // hourlyRows.upsert
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			pool := pgtest.New(b)
+			ctx := context.Background()
+			day := time.Now().UTC().Truncate(24 * time.Hour)
+			// A year of day partitions, as a year's retention keeps.
+			for d := 1; d <= 365; d++ {
+				from := day.Add(-time.Duration(d) * 24 * time.Hour)
+				for _, t := range []string{"onu_history_hourly", "pon_history_hourly"} {
+					if _, err := pool.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')`,
+						partitionName(t, from), t, from.Format(time.RFC3339), from.Add(24*time.Hour).Format(time.RFC3339))); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				var h hourlyRows
+				at := day.Add(time.Duration(i) * 5 * time.Minute)
+				for n := range pons * onusPerPON {
+					k := ONUKey{PonIndex: pon0 + int64(n/onusPerPON)*256, ONUID: int64(n % onusPerPON)}
+					old, cur := fmt.Sprint(-20-float64((i+n)%7)/10), fmt.Sprint(-20-float64((i+n+1)%7)/10)
+					h.push("olt-bench", k, "rx_power_dbm", optText{old, true}, optText{cur, true}, at, uint64(i+1))
+				}
+				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					if bc.sql == "" {
+						return h.upsert(ctx, tx)
+					}
+					_, err := tx.Exec(ctx, bc.sql, h.olt, h.pon, h.onu, h.field, h.old, h.new, h.at, h.seq)
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*pons*onusPerPON)/b.Elapsed().Seconds(), "changes/s")
 		})
 	}
 }
