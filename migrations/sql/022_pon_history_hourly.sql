@@ -17,7 +17,10 @@ CREATE TABLE pon_history_hourly (
     min_value  double precision,
     max_value  double precision,
     onus       bigint NOT NULL,
-    PRIMARY KEY (olt_id, pon_index, field, hour)
+    -- The values in the key's index: a chart reads the index only (on
+    -- the pages vacuum marked all-visible), not a heap page per hour (a
+    -- PON's rows of a day are spread among every other PON's).
+    PRIMARY KEY (olt_id, pon_index, field, hour) INCLUDE (min_value, max_value, onus)
 ) PARTITION BY RANGE (hour);
 CREATE TABLE pon_history_hourly_default PARTITION OF pon_history_hourly DEFAULT;
 
@@ -41,3 +44,11 @@ $$;
 INSERT INTO pon_history_hourly (olt_id, pon_index, field, hour, min_value, max_value, onus)
 SELECT olt_id, pon_index, field, hour, min(min_value), max(max_value), count(*)
 FROM onu_history_hourly GROUP BY 1, 2, 3, 4;
+
+-- The same for an ONU's chart: onu_history_hourly's key carries the
+-- values a chart reads, so 30 days of an ONU read about 30 index pages
+-- instead of 720 heap pages (an ONU's rows of a day are spread among
+-- every other ONU's, written as the hours go by). Rebuilds the key's
+-- index of every partition.
+ALTER TABLE onu_history_hourly DROP CONSTRAINT onu_history_hourly_pkey,
+    ADD PRIMARY KEY (olt_id, pon_index, onu_id, field, hour) INCLUDE (min_value, max_value, last_value);
