@@ -8,9 +8,10 @@ import (
 
 // Charts of a numeric ONU field over time, for one ONU or a PON. A range
 // shorter than chartRollupRange is read from onu_history (every change);
-// a longer one from onu_history_hourly (migration 021: per ONU, field and
+// a longer one from onu_history_hourly (migration 020: per ONU, field and
 // hour with a change, the least and greatest value held and the value at
-// the end of the hour), so a chart of 30 days or a year reads a row per
+// the end of the hour), or for a PON from pon_history_hourly (migration
+// 022: the same per PON), so a chart of 30 days or a year reads a row per
 // hour at most instead of every change.
 
 // chartRollupRange is the range from which charts read the hourly rollups.
@@ -174,7 +175,9 @@ func (s *server) getONUChart(w http.ResponseWriter, r *http.Request) *apiError {
 
 // getPONChart answers a PON's chart of one numeric field: per hour in
 // [from, to], the range of the values its ONUs held and how many changed.
-// Over the rollups, the PON's ONUs are those onu_data knows on it.
+// Over the rollups it reads pon_history_hourly (migration 022: the rows
+// of onu_history_hourly aggregated by PON and hour, written with them),
+// a row per hour whatever the PON's size.
 func (s *server) getPONChart(w http.ResponseWriter, r *http.Request) *apiError {
 	olt := r.PathValue("id")
 	if aerr := s.knownOLT(r, olt); aerr != nil {
@@ -190,17 +193,10 @@ func (s *server) getPONChart(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	var points []ponChartPoint
 	if source == chartSourceHourly {
-		onus, aerr := listRows[struct{ ID int64 }](s, r, `SELECT onu_id FROM onu_data WHERE olt_id = $1 AND pon_index = $2`, olt, pon)
-		if aerr != nil {
-			return aerr
-		}
-		ids := make([]int64, len(onus))
-		for i, o := range onus {
-			ids[i] = o.ID
-		}
-		points, aerr = listRows[ponChartPoint](s, r, `SELECT hour, min(min_value), max(max_value), count(*) FROM onu_history_hourly
-			WHERE olt_id = $1 AND pon_index = $2 AND onu_id = ANY($3) AND field = $4 AND hour > $5::timestamptz - interval '1 hour' AND hour <= $6
-			GROUP BY hour ORDER BY hour`, olt, pon, ids, field, from, to)
+		// The PON's rollup rows (a row per hour, not per ONU and hour).
+		points, aerr = listRows[ponChartPoint](s, r, `SELECT hour, min_value, max_value, onus FROM pon_history_hourly
+			WHERE olt_id = $1 AND pon_index = $2 AND field = $3 AND hour > $4::timestamptz - interval '1 hour' AND hour <= $5
+			ORDER BY hour`, olt, pon, field, from, to)
 		if aerr != nil {
 			return aerr
 		}

@@ -53,6 +53,11 @@ func TestONUAndPONCharts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The PON's rollups, as the projector writes them with the ONUs'.
+	if _, err := f.db.Exec(context.Background(), `INSERT INTO pon_history_hourly (olt_id, pon_index, field, hour, min_value, max_value, onus)
+		SELECT olt_id, pon_index, field, hour, min(min_value), max(max_value), count(*) FROM onu_history_hourly GROUP BY 1, 2, 3, 4`); err != nil {
+		t.Fatal(err)
+	}
 	onu := "/api/v1/olts/olt-1/onus/1/1/chart"
 	pon := "/api/v1/olts/olt-1/pons/1/chart"
 	for _, tc := range []struct {

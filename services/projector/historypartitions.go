@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// onu_history and onu_history_hourly are partitioned by UTC day
-// (migration 021): <table>_pYYYYMMDD covers [day, day + 24h), <table>_default
+// onu_history, onu_history_hourly and pon_history_hourly are partitioned
+// by UTC day (migrations 020 and 022): <table>_pYYYYMMDD covers [day, day + 24h), <table>_default
 // takes any row no day covers (so no insert ever fails), and
 // onu_history_legacy, on a database migrated with history, everything
 // before the day of the migration. The projector holding the history
@@ -35,6 +35,7 @@ const HistoryPartitionsAhead = 7
 var historyTables = []struct{ Table, Column string }{
 	{"onu_history", "at"},
 	{"onu_history_hourly", "hour"},
+	{"pon_history_hourly", "hour"},
 }
 
 // maxSplitDays bounds how many days of rows one pass moves out of a

@@ -15,6 +15,18 @@ import (
 // writes it with the raw rows, in the same transaction; RebuildHourly
 // recomputes it from onu_history. Charts over long ranges read it instead
 // of every change (services/api).
+//
+// pon_history_hourly (migration 022) is onu_history_hourly aggregated by
+// PON, field and hour: the least and greatest of its ONUs' rows and how
+// many ONUs have a row, so a PON's chart reads a row per hour instead of
+// one per ONU and hour. It is written by the statement that writes
+// onu_history_hourly (upsertHourly) and recomputed with it
+// (RebuildHourly); after either, for every PON, field and hour,
+//
+//	(min_value, max_value, onus) = (min(min_value), max(max_value), count(*))
+//
+// of the PON's onu_history_hourly rows of that field and hour
+// (ponFromHourly).
 
 // RollupFields are the onu_history fields rolled up hourly: the numeric
 // ones.
@@ -75,17 +87,55 @@ const hourlyMerge = ` ON CONFLICT (olt_id, pon_index, onu_id, field, hour) DO UP
 		last_seq = CASE WHEN (EXCLUDED.last_at, EXCLUDED.last_seq) >= (t.last_at, t.last_seq) THEN EXCLUDED.last_seq ELSE t.last_seq END,
 		last_at = greatest(t.last_at, EXCLUDED.last_at)`
 
+// upsertHourly merges a transaction's changes into onu_history_hourly
+// and their PON's rows into pon_history_hourly, in one statement. The
+// ONUs of a PON row are counted by the ONU rows the statement inserts,
+// not those it merges into: whether the ONU's row of the hour was there
+// is read in the statement's snapshot (existed), one primary key lookup
+// per ONU row. $9 and $10, the first and last hour of the changes, prune
+// that lookup to their days' partitions when the statement starts, not
+// at each lookup among a year of them. A replay of changes
+// already rolled up merges into rows that are all there, so it changes
+// no count; the range only widens, so merging the new rows' range into
+// the PON's is the same as merging theirs after the ONU rows merged.
+// The varbind projection applies an OLT's changes one transaction at a
+// time, so no other writer inserts the PON's ONU rows meanwhile.
 const upsertHourly = `WITH c AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::float8[], $6::float8[], $7::timestamptz[], $8::bigint[])
-		AS u(olt, pon, onu, field, o, n, at, seq))
-	INSERT INTO onu_history_hourly AS t (olt_id, pon_index, onu_id, field, hour, min_value, max_value, last_value, last_at, last_seq) ` +
-	hourlyAggregate + hourlyMerge
+		AS u(olt, pon, onu, field, o, n, at, seq)),
+	a AS (SELECT g.*, EXISTS (SELECT 1 FROM onu_history_hourly e
+			WHERE e.olt_id = g.olt AND e.pon_index = g.pon AND e.onu_id = g.onu AND e.field = g.field AND e.hour = g.hour
+				AND e.hour >= $9 AND e.hour <= $10) AS existed
+		FROM (` + hourlyAggregate + `) g),
+	up AS (INSERT INTO onu_history_hourly AS t (olt_id, pon_index, onu_id, field, hour, min_value, max_value, last_value, last_at, last_seq)
+		SELECT olt, pon, onu, field, hour, min_value, max_value, last_value, last_at, last_seq FROM a` + hourlyMerge + `)
+	INSERT INTO pon_history_hourly AS p (olt_id, pon_index, field, hour, min_value, max_value, onus)
+	SELECT olt, pon, field, hour, min(min_value), max(max_value), count(*) FILTER (WHERE NOT existed) FROM a GROUP BY 1, 2, 3, 4` +
+	ponMerge
 
-// upsert merges the changes into onu_history_hourly.
+// ponMerge merges a PON's rollup row into the one already there: the
+// range widens, the ONUs new to the hour add up.
+const ponMerge = ` ON CONFLICT (olt_id, pon_index, field, hour) DO UPDATE SET
+		min_value = least(p.min_value, EXCLUDED.min_value),
+		max_value = greatest(p.max_value, EXCLUDED.max_value),
+		onus = p.onus + EXCLUDED.onus`
+
+// upsert merges the changes into onu_history_hourly and
+// pon_history_hourly.
 func (h *hourlyRows) upsert(ctx context.Context, tx pgx.Tx) error {
 	if len(h.olt) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, upsertHourly, h.olt, h.pon, h.onu, h.field, h.old, h.new, h.at, h.seq); err != nil {
+	first, last := h.at[0], h.at[0]
+	for _, at := range h.at {
+		if at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	first, last = first.UTC().Truncate(time.Hour), last.UTC().Truncate(time.Hour)
+	if _, err := tx.Exec(ctx, upsertHourly, h.olt, h.pon, h.onu, h.field, h.old, h.new, h.at, h.seq, first, last); err != nil {
 		return fmt.Errorf("roll up %d onu history rows by hour: %w", len(h.olt), err)
 	}
 	return nil
@@ -103,17 +153,29 @@ const rollupFromHistory = `WITH c AS (SELECT olt_id AS olt, pon_index AS pon, on
 	INSERT INTO onu_history_hourly AS t (olt_id, pon_index, onu_id, field, hour, min_value, max_value, last_value, last_at, last_seq) ` +
 	hourlyAggregate + hourlyMerge
 
+// ponFromHourly recomputes pon_history_hourly for [$1, $2) from
+// onu_history_hourly, over rows deleted first: a row the projector
+// committed meanwhile is replaced (the statement reads every ONU row
+// committed before it, the projector's included).
+const ponFromHourly = `INSERT INTO pon_history_hourly AS p (olt_id, pon_index, field, hour, min_value, max_value, onus)
+	SELECT olt_id, pon_index, field, hour, min(min_value), max(max_value), count(*) FROM onu_history_hourly
+	WHERE hour >= $1 AND hour < $2 GROUP BY 1, 2, 3, 4
+	ON CONFLICT (olt_id, pon_index, field, hour) DO UPDATE SET
+		min_value = EXCLUDED.min_value, max_value = EXCLUDED.max_value, onus = EXCLUDED.onus`
+
 // HourlyRebuildReport is what RebuildHourly did.
 type HourlyRebuildReport struct {
 	Days     int   // days recomputed
 	Deleted  int64 // rollup rows replaced
 	Inserted int64 // rollup rows written
+	// PONRows: pon_history_hourly rows written (as many replaced).
+	PONRows int64
 }
 
-// RebuildHourly recomputes onu_history_hourly from onu_history for the
-// UTC days from from's to to's (inclusive), one transaction per day, so
-// that a long range neither holds long locks nor makes one huge
-// transaction. A day's rollup is consistent with its raw rows when its
+// RebuildHourly recomputes onu_history_hourly from onu_history, and
+// pon_history_hourly from it, for the UTC days from from's to to's
+// (inclusive), one transaction per day, so that a long range neither
+// holds long locks nor makes one huge transaction. A day's rollup is consistent with its raw rows when its
 // transaction commits; the projector may write both meanwhile (its
 // upserts merge into the recomputed rows). progress, if not nil, is called
 // after each day.
@@ -139,6 +201,14 @@ func RebuildHourly(ctx context.Context, db interface {
 				return fmt.Errorf("roll up %s: %w", day.Format(time.DateOnly), err)
 			}
 			rep.Inserted += tag.RowsAffected()
+			if _, err := tx.Exec(ctx, `DELETE FROM pon_history_hourly WHERE hour >= $1 AND hour < $2`, day, next); err != nil {
+				return fmt.Errorf("clear the PON rollup of %s: %w", day.Format(time.DateOnly), err)
+			}
+			tag, err = tx.Exec(ctx, ponFromHourly, day, next)
+			if err != nil {
+				return fmt.Errorf("roll up the PONs of %s: %w", day.Format(time.DateOnly), err)
+			}
+			rep.PONRows += tag.RowsAffected()
 			return nil
 		})
 		if err != nil {

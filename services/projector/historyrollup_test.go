@@ -111,4 +111,23 @@ func TestHourlyRollup(t *testing.T) {
 	if got := r.hourly(); got != want {
 		t.Fatalf("rebuilt rollup\n%s\nwant\n%s", got, want)
 	}
+	// The PON rollup, live and recomputed over a wrong row.
+	wantPON := strings.Join([]string{
+		"4194304000 rx_power_dbm 11-20T10 -23.5/-20/1",
+		"4194304000 rx_power_dbm 11-20T11 -25/-21/1",
+		"4194304000 rx_power_dbm 11-20T13 -19.5/-19.5/1",
+	}, "\n")
+	if got := r.ponHourly(); got != wantPON {
+		t.Errorf("PON rollup\n%s\nwant\n%s", got, wantPON)
+	}
+	if _, err := r.pool.Exec(context.Background(), `UPDATE pon_history_hourly SET onus = 7, min_value = -99`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = RebuildHourly(context.Background(), r.pool, h0, h0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.ponHourly(); rep.PONRows != 3 || got != wantPON {
+		t.Errorf("rebuilt PON rollup (%d rows)\n%s\nwant 3 rows\n%s", rep.PONRows, got, wantPON)
+	}
 }

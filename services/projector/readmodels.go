@@ -57,6 +57,8 @@ func ReadModels(cfg Config, log zerolog.Logger) ([]projection.ReadModel, error) 
 				{Name: "onu_history", Key: []string{"olt_id", "pon_index", "onu_id", "stream_seq", "field"}, ShadowUniqueOnly: true, ShadowNoIndex: true},
 				// Its hourly rollups, written with it.
 				{Name: "onu_history_hourly", Key: []string{"olt_id", "pon_index", "onu_id", "field", "hour"}},
+				// And their PONs' rollups, written with them.
+				{Name: "pon_history_hourly", Key: []string{"olt_id", "pon_index", "field", "hour"}},
 				{Name: "onu_walks", Key: []string{"olt_id"}},
 			},
 			// onu_walk_seen: a walk's records in progress, one row per

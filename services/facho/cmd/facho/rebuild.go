@@ -176,7 +176,8 @@ func cliLogger(getenv func(string) string, stderr io.Writer) (zerolog.Logger, er
 }
 
 // runRebuildHourly is `facho rebuild onu_history_hourly`: the hourly
-// rollups recomputed from onu_history, one transaction per UTC day
+// rollups (per ONU, and per PON) recomputed from onu_history, one
+// transaction per UTC day
 // (projector.RebuildHourly).
 func runRebuildHourly(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rebuild onu_history_hourly", flag.ContinueOnError)
@@ -233,7 +234,7 @@ func runRebuildHourly(ctx context.Context, args []string, getenv func(string) st
 	if err != nil {
 		return fmt.Errorf("rebuild onu_history_hourly: %w", err)
 	}
-	_, err = fmt.Fprintf(stdout, "onu_history_hourly: %d days (%s .. %s) recomputed from onu_history: %d rows replaced, %d written in %s\n",
-		rep.Days, first.UTC().Format(time.DateOnly), last.UTC().Format(time.DateOnly), rep.Deleted, rep.Inserted, time.Since(start).Round(time.Millisecond))
+	_, err = fmt.Fprintf(stdout, "onu_history_hourly: %d days (%s .. %s) recomputed from onu_history: %d rows replaced, %d written, and %d PON rows (pon_history_hourly) in %s\n",
+		rep.Days, first.UTC().Format(time.DateOnly), last.UTC().Format(time.DateOnly), rep.Deleted, rep.Inserted, rep.PONRows, time.Since(start).Round(time.Millisecond))
 	return err
 }
