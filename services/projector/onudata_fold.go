@@ -445,6 +445,43 @@ func (f *onuFold) writeHourly(ctx context.Context, tx pgx.Tx) error {
 		"min_value", "max_value", "last_value", "last_at", "last_seq"}, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("copy %d hourly onu history rows: %w", len(rows), err)
 	}
+	// pon_history_hourly: the ONU rows aggregated by PON, field and hour
+	// (ponFromHourly in memory).
+	type ponKey struct {
+		pon   int64
+		field string
+		hour  int64
+	}
+	type ponAgg struct {
+		min, max *float64
+		onus     int64
+	}
+	var pons [][]any
+	for _, id := range f.order {
+		agg := map[ponKey]*ponAgg{}
+		for k, a := range f.olts[id].hourly {
+			pk := ponKey{k.pon, k.field, k.hour}
+			g := agg[pk]
+			if g == nil {
+				g = &ponAgg{}
+				agg[pk] = g
+			}
+			g.onus++
+			if a.min != nil && (g.min == nil || *a.min < *g.min) {
+				g.min = a.min
+			}
+			if a.max != nil && (g.max == nil || *a.max > *g.max) {
+				g.max = a.max
+			}
+		}
+		for k, g := range agg {
+			pons = append(pons, []any{id, k.pon, k.field, time.Unix(k.hour, 0).UTC(), g.min, g.max, g.onus})
+		}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pon_history_hourly"}, []string{"olt_id", "pon_index", "field", "hour",
+		"min_value", "max_value", "onus"}, pgx.CopyFromRows(pons)); err != nil {
+		return fmt.Errorf("copy %d hourly pon history rows: %w", len(pons), err)
+	}
 	return nil
 }
 
