@@ -164,6 +164,7 @@ type maintenanceResult struct {
 	Created, Dropped int   // partitions
 	Moved            int64 // rows moved out of the default partition
 	Deleted          int64 // expired rows deleted in batches (default, legacy)
+	Vacuumed         int   // ended days' rollup partitions vacuumed
 }
 
 // maintainPartitions runs one pass over table (column its time): the
@@ -250,4 +251,44 @@ func maintainPartitions(ctx context.Context, conn *pgx.Conn, table, column strin
 		}
 	}
 	return res, nil
+}
+
+// vacuumDays is how many ended days of a rollup table a maintenance pass
+// looks at (yesterday and the two before: late rows of a projector that
+// was behind).
+const vacuumDays = 3
+
+// vacuumEndedDays vacuums the partitions of table's last vacuumDays ended
+// UTC days that were written since their last vacuum: a chart reads a
+// day's rollups from their covering index only once vacuum has marked the
+// pages all-visible, and autovacuum may leave a finished day's last hours
+// unmarked. A partition vacuumed and untouched since is skipped, so a pass
+// vacuums each ended day once (again only after late rows). It returns the
+// partitions vacuumed.
+func vacuumEndedDays(ctx context.Context, conn *pgx.Conn, table string, now time.Time) (int, error) {
+	ps, err := listPartitions(ctx, conn, table)
+	if err != nil {
+		return 0, err
+	}
+	today := utcDay(now)
+	n := 0
+	for i := 1; i <= vacuumDays; i++ {
+		name, ok := ps.days[today.Add(-time.Duration(i)*24*time.Hour)]
+		if !ok {
+			continue
+		}
+		var written bool
+		if err := conn.QueryRow(ctx, `SELECT coalesce(n_ins_since_vacuum > 0 OR n_dead_tup > 0, false) FROM pg_stat_user_tables WHERE relid = $1::regclass`,
+			pgx.Identifier{name}.Sanitize()).Scan(&written); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return n, fmt.Errorf("vacuum state of %s: %w", name, err)
+		}
+		if !written {
+			continue
+		}
+		if _, err := conn.Exec(ctx, `VACUUM (ANALYZE) `+pgx.Identifier{name}.Sanitize()); err != nil {
+			return n, fmt.Errorf("vacuum %s: %w", name, err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -351,3 +351,58 @@ func TestHistoryRetentionValidated(t *testing.T) {
 		t.Error("negative prune batch accepted")
 	}
 }
+
+// The maintenance vacuums an ended day's rollup partition once it was
+// written, and again only after late rows; today's is left to autovacuum.
+func TestRollupDaysVacuumedOnceEnded(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	conn, err := r.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	now := time.Now().UTC()
+	yesterday := utcDay(now).Add(-24 * time.Hour)
+	insert := func(hour time.Time, onu int64) {
+		t.Helper()
+		if _, err := r.pool.Exec(ctx, `INSERT INTO onu_history_hourly (olt_id, pon_index, onu_id, field, hour, min_value, max_value, last_value, last_at, last_seq)
+			VALUES ('olt-v', 1, $1, 'rx_power_dbm', $2, -21, -20, -20, $2, 1)`, onu, hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(yesterday.Add(5*time.Hour), 1)
+	insert(utcDay(now), 1)
+	// Yesterday's partition made (its rows moved out of the default one).
+	if _, err := maintainPartitions(ctx, conn.Conn(), "onu_history_hourly", "hour", now, time.Time{}, 1000); err != nil {
+		t.Fatal(err)
+	}
+	// Statistics reach the shared counters within a second or so: poll.
+	vacuumedOnce := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n, err := vacuumEndedDays(ctx, conn.Conn(), "onu_history_hourly", now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 1 {
+				return
+			}
+			if n > 1 || time.Now().After(deadline) {
+				t.Fatalf("%s: %d partitions vacuumed, want 1 (yesterday's)", what, n)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	vacuumedOnce("written yesterday")
+	if n, err := vacuumEndedDays(ctx, conn.Conn(), "onu_history_hourly", now); err != nil || n != 0 {
+		t.Fatalf("again, nothing written since: %d vacuumed (%v), want 0", n, err)
+	}
+	var last *time.Time
+	if err := r.pool.QueryRow(ctx, `SELECT last_vacuum FROM pg_stat_user_tables WHERE relname = $1`, partitionName("onu_history_hourly", yesterday)).Scan(&last); err != nil || last == nil {
+		t.Fatalf("yesterday's partition: last_vacuum %v (%v)", last, err)
+	}
+	insert(yesterday.Add(6*time.Hour), 2) // a late row
+	vacuumedOnce("a late row")
+}
