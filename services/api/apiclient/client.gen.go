@@ -2918,7 +2918,7 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/olts/{id}/pons (the `GetOltsIdPons` operationId).
 	GetOltsIdPons(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetOltsIdPonsPonIndexChart A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the hourly rollups of the ONUs onu_data knows on the PON from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
+	// GetOltsIdPonsPonIndexChart A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the PON's hourly rollups from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
 	//
 	// Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
 	GetOltsIdPonsPonIndexChart(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4329,7 +4329,7 @@ func (c *Client) GetOltsIdPons(ctx context.Context, id string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-// GetOltsIdPonsPonIndexChart A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the hourly rollups of the ONUs onu_data knows on the PON from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
+// GetOltsIdPonsPonIndexChart A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the PON's hourly rollups from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
 //
 // Corresponds with GET /api/v1/olts/{id}/pons/{pon_index}/chart (the `GetOltsIdPonsPonIndexChart` operationId).
 func (c *Client) GetOltsIdPonsPonIndexChart(ctx context.Context, id string, ponIndex string, params *GetOltsIdPonsPonIndexChartParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11082,7 +11082,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/olts/{id}/pons (the `GetOltsIdPons` operationId).
 	GetOltsIdPonsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetOltsIdPonsResponse, error)
 
-	// GetOltsIdPonsPonIndexChartWithResponse A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the hourly rollups of the ONUs onu_data knows on the PON from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
+	// GetOltsIdPonsPonIndexChartWithResponse A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the PON's hourly rollups from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -20108,7 +20108,7 @@ func (c *ClientWithResponses) GetOltsIdPonsWithResponse(ctx context.Context, id 
 	return ParseGetOltsIdPonsResponse(rsp)
 }
 
-// GetOltsIdPonsPonIndexChartWithResponse A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the hourly rollups of the ONUs onu_data knows on the PON from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
+// GetOltsIdPonsPonIndexChartWithResponse A PON's chart of a numeric field: one point per hour with a change (at: the hour; min and max: the range of the values its ONUs held during it; onus: how many ONUs changed), from every change under 7 days, from the PON's hourly rollups from 7 days on. source: changes or hourly. 404 for an unknown OLT; 400 for a field that is not numeric
 //
 // Returns a wrapper object for the known response body format(s).
 //
