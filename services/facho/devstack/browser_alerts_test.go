@@ -305,7 +305,9 @@ func TestConsoleAlertsInBrowser(t *testing.T) {
 	// looked for is the broken agent's.)
 	olt.SetFaults(oltsim.Faults{OIDNotIncreasing: true})
 	var execID string
-	waitFor(t, "a failed execution with its cause", 90*time.Second, func() (bool, string) {
+	// Its next discovery waits for the probes to see it answer and for
+	// the retry of the run that timed out: minutes on a loaded machine.
+	waitFor(t, "a failed execution with its cause", 4*time.Minute, func() (bool, string) {
 		err := s.DB.QueryRow(ctx, `SELECT id FROM executions WHERE olt_id = $1 AND status = 'FAILED' AND cause = 'oid_not_increasing' ORDER BY updated_at DESC LIMIT 1`, oltID).Scan(&execID)
 		return err == nil, fmt.Sprint(err)
 	})
