@@ -318,6 +318,18 @@ func Brand(e streams.BrandUpserted) error {
 	)
 }
 
+// OIDField checks what an OID means: an ONU field, or a health job's
+// column, which names its table (health.<table>.<field>).
+func OIDField(field, v string) error {
+	if _, _, ok := streams.ParseHealthField(v); ok {
+		return nil
+	}
+	if !oneOf(v, streams.ONUFields()) {
+		return bad(field, "%s must be one of %s, or health.<table>.<field>", field, strings.Join(streams.ONUFields(), ", "))
+	}
+	return nil
+}
+
 // OIDEvent checks an OID event: the ids, a name, a dotted numeric OID, a
 // known field, a valid decoder, index suffix and index definition.
 func OIDEvent(e streams.OIDUpserted) error {
@@ -326,16 +338,7 @@ func OIDEvent(e streams.OIDUpserted) error {
 		func() error { return ID("brand_id", e.BrandID) },
 		func() error { return Name("name", e.Name) },
 		func() error { return OID("oid", e.OID) },
-		func() error {
-			// A health job's columns name their table: health.<table>.<field>.
-			if _, _, ok := streams.ParseHealthField(e.Field); ok {
-				return nil
-			}
-			if !oneOf(e.Field, streams.ONUFields()) {
-				return bad("field", "field must be one of %s, or health.<table>.<field>", strings.Join(streams.ONUFields(), ", "))
-			}
-			return nil
-		},
+		func() error { return OIDField("field", e.Field) },
 		func() error { return Decoder("decoder", e.Decoder) },
 		func() error {
 			if err := streams.ValidIndexSuffix(e.IndexSuffix); err != nil {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/facho-olt/facho/pkg/configrules"
 	"github.com/facho-olt/facho/streams"
 )
 
@@ -177,8 +178,8 @@ func (s *server) oidEvent(r *http.Request, id string, req oidRequest) (streams.O
 	if err := checkOID("oid", req.OID); err != nil {
 		return ev, err
 	}
-	if _, _, health := streams.ParseHealthField(req.Field); !health && !oneOf(req.Field, Fields) {
-		return ev, badField("field", "field must be one of %s, or health.<table>.<field>", strings.Join(Fields, ", "))
+	if err := fieldErr(configrules.OIDField("field", req.Field)); err != nil {
+		return ev, err
 	}
 	if err := checkDecoder("decoder", req.Decoder); err != nil {
 		return ev, err

@@ -11,9 +11,6 @@ var IndexSchemes = configrules.IndexSchemes()
 // Kinds are the job kinds.
 var Kinds = configrules.Kinds()
 
-// Fields are the ONU fields an OID can feed.
-var Fields = streams.ONUFields()
-
 // The field rules live in package configrules: the consumers that apply
 // the configuration events refuse what breaks them too.
 

@@ -374,22 +374,9 @@ func TestDefaultScaleNeverAnswers(t *testing.T) {
 
 func gauge(t *testing.T, reg *prometheus.Registry, name, olt string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	m, ok := findMetric(t, reg, name, "olt_id", olt)
+	if !ok {
+		t.Fatalf("no %s{olt_id=%q}", name, olt)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "olt_id" && l.GetValue() == olt {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{olt_id=%q}", name, olt)
-	return 0
+	return m.GetGauge().GetValue()
 }

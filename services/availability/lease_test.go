@@ -8,6 +8,7 @@ import (
 
 	"github.com/gosnmp/gosnmp"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/facho-olt/facho/pkg/lease"
 	"github.com/facho-olt/facho/services/oltsim"
@@ -35,8 +36,8 @@ func (e *env) holdLease(t *testing.T, olt string) *lease.Lease {
 	}
 }
 
-// metric is the value of the counter or gauge name with label=value.
-func metric(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+// findMetric is the series of name with label=value (false: none).
+func findMetric(t *testing.T, reg *prometheus.Registry, name, label, value string) (*dto.Metric, bool) {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -49,15 +50,26 @@ func metric(t *testing.T, reg *prometheus.Registry, name, label, value string) f
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
-					if c := m.GetCounter(); c != nil {
-						return c.GetValue()
-					}
-					return m.GetGauge().GetValue()
+					return m, true
 				}
 			}
 		}
 	}
-	return 0
+	return nil, false
+}
+
+// metric is the value of the counter or gauge name with label=value (0:
+// no such series yet).
+func metric(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	m, ok := findMetric(t, reg, name, label, value)
+	if !ok {
+		return 0
+	}
+	if c := m.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return m.GetGauge().GetValue()
 }
 
 // waitMetric polls until the metric reaches at least want.

@@ -445,42 +445,11 @@ func (f *onuFold) writeHourly(ctx context.Context, tx pgx.Tx) error {
 		"min_value", "max_value", "last_value", "last_at", "last_seq"}, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("copy %d hourly onu history rows: %w", len(rows), err)
 	}
-	// pon_history_hourly: the ONU rows aggregated by PON, field and hour
-	// (ponFromHourly in memory).
-	type ponKey struct {
-		pon   int64
-		field string
-		hour  int64
-	}
-	type ponAgg struct {
-		min, max *float64
-		onus     int64
-	}
-	var pons [][]any
-	for _, id := range f.order {
-		agg := map[ponKey]*ponAgg{}
-		for k, a := range f.olts[id].hourly {
-			pk := ponKey{k.pon, k.field, k.hour}
-			g := agg[pk]
-			if g == nil {
-				g = &ponAgg{}
-				agg[pk] = g
-			}
-			g.onus++
-			if a.min != nil && (g.min == nil || *a.min < *g.min) {
-				g.min = a.min
-			}
-			if a.max != nil && (g.max == nil || *a.max > *g.max) {
-				g.max = a.max
-			}
-		}
-		for k, g := range agg {
-			pons = append(pons, []any{id, k.pon, k.field, time.Unix(k.hour, 0).UTC(), g.min, g.max, g.onus})
-		}
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pon_history_hourly"}, []string{"olt_id", "pon_index", "field", "hour",
-		"min_value", "max_value", "onus"}, pgx.CopyFromRows(pons)); err != nil {
-		return fmt.Errorf("copy %d hourly pon history rows: %w", len(pons), err)
+	// pon_history_hourly: the rows just copied aggregated by PON, field and
+	// hour, by the statement facho rebuild onu_history_hourly runs (the
+	// shadow comes first in the search_path).
+	if _, err := tx.Exec(ctx, ponFromHourly, time.Time{}, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		return fmt.Errorf("roll up %d hourly onu history rows by pon: %w", len(rows), err)
 	}
 	return nil
 }
@@ -585,18 +554,8 @@ func (o *oltFold) applyTrap(t *foldTrap) {
 		return // a newer trap of the ONU stands
 	}
 	old := r.State
-	cur := old
-	cur.Status = streams.TrapONUStatus(e.Kind)
-	at := e.At.UTC()
-	switch e.Kind {
-	case streams.TrapKindLOS, streams.TrapKindDyingGasp:
-		cur.LastDownCause, cur.LastDownAt = cur.Status, &at
-	case streams.TrapKindOffline:
-		cur.LastDownAt = &at
-	case streams.TrapKindOnline:
-		cur.LastUpAt = &at
-	}
-	if cur.Status == old.Status {
+	cur, at, changed := trapState(old, *e)
+	if !changed {
 		return
 	}
 	r.State = cur

@@ -135,6 +135,24 @@ func (p *projector) pruneTraps(ctx context.Context, tx pgx.Tx, olt string, seq i
 	return wrap(err, "prune the traps of olt %s", olt)
 }
 
+// trapState is an ONU's state after a status trap, the trap's time, and
+// whether the status changed (a trap that repeats the status changes
+// nothing). The live consumer and the onu_data fold both apply it.
+func trapState(old streams.ONUState, e streams.TrapDecoded) (cur streams.ONUState, at time.Time, changed bool) {
+	cur = old
+	cur.Status = streams.TrapONUStatus(e.Kind)
+	at = e.At.UTC()
+	switch e.Kind {
+	case streams.TrapKindLOS, streams.TrapKindDyingGasp:
+		cur.LastDownCause, cur.LastDownAt = cur.Status, &at
+	case streams.TrapKindOffline:
+		cur.LastDownAt = &at
+	case streams.TrapKindOnline:
+		cur.LastUpAt = &at
+	}
+	return cur, at, cur.Status != old.Status
+}
+
 // applyTrapStatus sets the status a decoded trap says of a known ONU; it
 // returns the events to publish (none when nothing changed).
 func (p *projector) applyTrapStatus(ctx context.Context, tx pgx.Tx, seq int64, e streams.TrapDecoded) ([]outboxRow, error) {
@@ -162,18 +180,8 @@ func (p *projector) applyTrapStatus(ctx context.Context, tx pgx.Tx, seq int64, e
 		return nil, nil
 	}
 	old := r.State
-	cur := old
-	cur.Status = streams.TrapONUStatus(e.Kind)
-	at := e.At.UTC()
-	switch e.Kind {
-	case streams.TrapKindLOS, streams.TrapKindDyingGasp:
-		cur.LastDownCause, cur.LastDownAt = cur.Status, &at
-	case streams.TrapKindOffline:
-		cur.LastDownAt = &at
-	case streams.TrapKindOnline:
-		cur.LastUpAt = &at
-	}
-	if cur.Status == old.Status {
+	cur, at, changed := trapState(old, e)
+	if !changed {
 		return nil, nil
 	}
 	tag, err := tx.Exec(ctx, `UPDATE onu_data SET status = $4, last_down_cause = $5, last_down_at = $6, last_up_at = $7
