@@ -31,6 +31,8 @@ type sample struct {
 	// cpu is every process's CPU seconds so far (a cycle's CPU is the
 	// difference between the samples around it).
 	cpu map[string]float64
+	// rss is every process's resident memory at the sample (bytes).
+	rss map[string]int64
 }
 
 // execRow is one executions row.
@@ -240,9 +242,12 @@ func (m *monitor) sampler(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		s.cpu = map[string]float64{}
+		s.cpu, s.rss = map[string]float64{}, map[string]int64{}
 		for _, p := range m.processes(ctx) {
 			s.cpu[p.Name] = p.CPUSeconds
+			if p.rss > 0 {
+				s.rss[p.Name] = p.rss
+			}
 		}
 		m.mu.Lock()
 		m.samples = append(m.samples, s)
@@ -450,7 +455,7 @@ func (m *monitor) usage(ctx context.Context) {
 func (m *monitor) processes(ctx context.Context) []Process {
 	var out []Process
 	add := func(name string, u procUsage) {
-		out = append(out, Process{Name: name, CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSS})
+		out = append(out, Process{Name: name, CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSS, rss: u.RSS})
 	}
 	for _, p := range m.r.procs {
 		if u, err := readUsage(p.cmd.Process.Pid, false); err == nil {

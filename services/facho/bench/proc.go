@@ -104,6 +104,7 @@ func (p *proc) logTail(n int) string {
 type procUsage struct {
 	CPUSeconds float64
 	PeakRSS    int64 // bytes (VmHWM)
+	RSS        int64 // bytes now (VmRSS)
 }
 
 func readUsage(pid int, children bool) (procUsage, error) {
@@ -147,6 +148,10 @@ func readUsage(pid int, children bool) (procUsage, error) {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			u.PeakRSS = kb << 10
+		}
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			u.RSS = kb << 10
 		}
 	}
 	return u, nil

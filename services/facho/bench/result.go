@@ -104,6 +104,10 @@ type Cycle struct {
 	// between cycles is not counted).
 	CPUSeconds           float64 `json:"cpu_seconds,omitempty"`
 	VarbindsPerCPUSecond float64 `json:"varbinds_per_cpu_second,omitempty"`
+	// RSSBytes: each process's highest resident memory (VmRSS) sampled
+	// from the cycle's first start to its last commit; flat across
+	// cycles is what a box that runs for months needs.
+	RSSBytes map[string]int64 `json:"rss_bytes,omitempty"`
 }
 
 // JobDurations is finished - started of one job's executions in a cycle.
@@ -125,6 +129,7 @@ type Process struct {
 	// SteadyVarbindsPerCPUSec the varbinds of those cycles over it.
 	SteadyCPUSeconds        float64 `json:"steady_cpu_seconds,omitempty"`
 	SteadyVarbindsPerCPUSec float64 `json:"steady_varbinds_per_cpu_second,omitempty"`
+	rss                     int64   // resident now (samples only)
 }
 
 // Ratio is Facho against one baseline of the same run.
@@ -174,6 +179,7 @@ func (m *monitor) figures(ctx context.Context, rows []execRow) error {
 			for _, s := range samples {
 				if !s.t.Before(w.end) && s.ackFloor >= target {
 					c.EndToEndSeconds = s.t.Sub(w.start).Seconds()
+					c.RSSBytes = rssBetween(samples, w.start, s.t)
 					busy := cpuBetween(samples, w.start, s.t)
 					for name, sec := range busy {
 						if !strings.HasPrefix(name, "oltsim") {
@@ -338,6 +344,21 @@ func cpuBetween(samples []sample, from, to time.Time) map[string]float64 {
 	return out
 }
 
+// rssBetween is each process's highest sampled resident memory in
+// [from, to].
+func rssBetween(samples []sample, from, to time.Time) map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range samples {
+		if s.t.Before(from) || s.t.After(to) {
+			continue
+		}
+		for name, b := range s.rss {
+			out[name] = max(out[name], b)
+		}
+	}
+	return out
+}
+
 // dirBytes is the size of the files under every folder named name
 // below root (a stream's folder in the JetStream store).
 func dirBytes(root, name string) int64 {
@@ -440,6 +461,7 @@ func (r *Result) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	r.writeRSSByCycle(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "baseline (same simulated tables)\tOLTs\tvarbinds/s\tvarbinds per CPU-s\tFacho walk x\tFacho e2e x\tpoller CPU/varbind x")
 	for _, b := range r.Baselines {
@@ -544,3 +566,29 @@ func snmpAnswers(ctx context.Context, host string, port int, community string) b
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+// writeRSSByCycle prints each process's highest resident memory in each
+// cycle's busy time: a process whose memory keeps growing shows here.
+func (r *Result) writeRSSByCycle(w io.Writer) {
+	if len(r.PerCycle) == 0 || len(r.PerCycle[0].RSSBytes) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "process\tRSS MiB in cycle"
+	for _, c := range r.PerCycle {
+		head += fmt.Sprintf("\t%d", c.Cycle)
+	}
+	fmt.Fprintln(tw, head)
+	for _, p := range r.Processes {
+		if p.Name == "postgres (server)" {
+			continue
+		}
+		line := p.Name + "\t"
+		for _, c := range r.PerCycle {
+			line += fmt.Sprintf("\t%.0f", float64(c.RSSBytes[p.Name])/(1<<20))
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
