@@ -29,7 +29,8 @@ type Config struct {
 	// OutboxBatch is how many outbox events are published per round;
 	// default 1000.
 	OutboxBatch int
-	// PublishTimeout bounds one round of ONU-change publishing; default 10s.
+	// PublishTimeout bounds each wait for the next acknowledgement of the
+	// ONU-change events a transaction publishes; default 10s.
 	PublishTimeout time.Duration
 	// Workers is how many transactions apply a group of varbind batches
 	// side by side, each for its share of the OLTs (per-OLT order kept);

@@ -52,7 +52,7 @@ func (o *outbox) flushRound(ctx context.Context) (int, error) {
 	if len(pending) == 0 {
 		return 0, nil
 	}
-	if err := publishAll(ctx, o.js, pending, o.timeout); err != nil {
+	if _, err := publishAll(ctx, o.js, pending, o.timeout); err != nil {
 		return 0, err
 	}
 	done := make([]int64, len(pending))

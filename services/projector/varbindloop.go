@@ -577,19 +577,25 @@ func (l *varbindLoop) publishFor(ctx context.Context, consumer string, worker in
 }
 
 // publishRetry publishes events, in order, retrying until JetStream takes
-// them all (nil) or ctx ends (its error).
+// them all (nil) or ctx ends (its error). A retry starts at the first event
+// not acknowledged: a large transaction's events (a first discovery's
+// thousands of ONUs) are not sent again from the start each round.
 func (l *varbindLoop) publishRetry(ctx context.Context, events []outboxRow) error {
 	backoff := 100 * time.Millisecond
 	for {
-		err := publishAll(ctx, l.js, events, l.p.cfg.PublishTimeout)
+		n, err := publishAll(ctx, l.js, events, l.p.cfg.PublishTimeout)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		events = events[n:]
+		if n > 0 {
+			backoff = 100 * time.Millisecond // it moved: the next round need not wait long
+		}
 		l.p.metrics.outboxFailures.Inc()
-		l.p.log.Warn().Err(err).Int("events", len(events)).Msg("publishing onu events failed; will retry")
+		l.p.log.Warn().Err(err).Int("events", len(events)).Int("events_acknowledged", n).Msg("publishing onu events failed; will retry")
 		sleepCtx(ctx, backoff)
 		backoff = min(2*backoff, 5*time.Second)
 	}
@@ -723,28 +729,63 @@ func (l *varbindLoop) takeFormer(ctx context.Context, consumer string, worker in
 	return nil
 }
 
-// publishAll publishes rows asynchronously and waits for every ack.
-func publishAll(ctx context.Context, js jetstream.JetStream, rows []outboxRow, timeout time.Duration) error {
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// publishWindow bounds the events one publishAll has sent and not seen
+// acknowledged. The JetStream context stalls (and then refuses) async
+// publishes past its pending limit (4,000 by default, shared by the
+// workers of a process): a transaction's events sent all at once, when
+// they are more than that (a first discovery of a few OLTs), failed every
+// round while the server was slow, and were sent again from the start.
+const publishWindow = 512
+
+// publishAll publishes rows asynchronously, at most publishWindow awaiting
+// their acks at a time, and waits for every ack. It returns how many rows,
+// from the first, were acknowledged (all of them when err is nil). timeout
+// bounds each wait for the next ack, not the whole call: a slow server
+// that keeps acknowledging is waited for, one that stops is given up on.
+func publishAll(ctx context.Context, js jetstream.JetStream, rows []outboxRow, timeout time.Duration) (int, error) {
 	futures := make([]jetstream.PubAckFuture, len(rows))
+	acked := 0
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	// waitNext waits for the ack of rows[acked].
+	waitNext := func() error {
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(timeout)
+		select {
+		case <-futures[acked].Ok():
+			acked++
+			return nil
+		case err := <-futures[acked].Err():
+			return fmt.Errorf("publish onu event %s: %w", rows[acked].MsgID, err)
+		case <-timer.C:
+			return fmt.Errorf("publish onu event %s: no acknowledgement within %s", rows[acked].MsgID, timeout)
+		case <-ctx.Done():
+			return fmt.Errorf("publish onu events: %w", ctx.Err())
+		}
+	}
 	for i, r := range rows {
+		for i-acked >= publishWindow {
+			if err := waitNext(); err != nil {
+				return acked, err
+			}
+		}
 		f, err := js.PublishAsync(r.Subject, r.Payload, jetstream.WithMsgID(r.MsgID))
 		if err != nil {
-			return fmt.Errorf("publish onu event %s: %w", r.MsgID, err)
+			return acked, fmt.Errorf("publish onu event %s: %w", r.MsgID, err)
 		}
 		futures[i] = f
 	}
-	for i, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return fmt.Errorf("publish onu event %s: %w", rows[i].MsgID, err)
-		case <-pctx.Done():
-			return fmt.Errorf("publish onu events: %w", pctx.Err())
+	for acked < len(rows) {
+		if err := waitNext(); err != nil {
+			return acked, err
 		}
 	}
-	return nil
+	return acked, nil
 }
 
 // sleepCtx waits d or until ctx ends; false when ctx ended.
