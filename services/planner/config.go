@@ -61,7 +61,11 @@ type Config struct {
 	ONUKnownRecheck time.Duration
 	// ONUFoldWait is how long after an OLT's discovery succeeded its gets
 	// still wait for its first ONU to be known (the projector folding the
-	// discovery), when none is known yet. Default 30 s.
+	// discovery), when none is known yet. Default 5 min: a projector
+	// behind by more than the old 30 s (a whole fleet's first discovery
+	// on a busy box) made new OLTs' gets fail no_onus_known, failures
+	// that count towards the auto-disable though the OLT answered. The
+	// hold never outlasts the get's interval past its scheduled time.
 	ONUFoldWait time.Duration
 }
 
@@ -108,7 +112,7 @@ func (c Config) WithDefaults() Config {
 		c.ONUKnownRecheck = time.Second
 	}
 	if c.ONUFoldWait == 0 {
-		c.ONUFoldWait = 30 * time.Second
+		c.ONUFoldWait = 5 * time.Minute
 	}
 	return c
 }

@@ -92,8 +92,9 @@
 // found, so a get run before any is known reads nothing (it fails
 // no_onus_known). The rule: while an OLT has no ONU known (its ONU set in
 // facho_olt_snmp, or a discovered event in FACHO_ONU) and one is coming
-// (the OLT has a discovery node whose first run has not ended, or whose
-// last run succeeded less than Config.ONUFoldWait ago), its get nodes are
+// (the OLT has a discovery node whose first run has not ended, whose last
+// run was skipped, or whose last run succeeded less than
+// Config.ONUFoldWait ago), its get nodes are
 // held in its queue (Queues.SetHold): its other nodes, the discovery
 // first, go ahead; the get is dispatched at the first tick after the
 // first ONU is known (looked up at most every Config.ONUKnownRecheck),

@@ -40,9 +40,9 @@ import (
 
 // holdGet says whether d, a waiting node, is a get to hold because its
 // OLT has no ONU known yet and one is coming: the OLT's first discovery
-// has not ended (never run, waiting, running or between its retries), or
-// it has just succeeded and the projector is folding it (for
-// Config.ONUFoldWait). An OLT without a discovery node, or whose
+// has not ended (never run, waiting, running or between its retries),
+// its last run was skipped (nothing read), or it has just succeeded and
+// the projector is folding it (for Config.ONUFoldWait). An OLT without a discovery node, or whose
 // discovery ended without success, has none coming: its gets run (and
 // fail no_onus_known, visibly).
 func (p *planner) holdGet(ctx context.Context, d DueNode, now time.Time) bool {
@@ -57,7 +57,11 @@ func (p *planner) holdGet(ctx context.Context, d DueNode, now time.Time) bool {
 		return false
 	}
 	has, firstPending, lastRun, lastStatus := p.sched.Discoveries(olt)
-	coming := has && (firstPending || (lastStatus == statusSuccess && now.Sub(lastRun) < p.cfg.ONUFoldWait))
+	// A skipped discovery (stale behind a backlog, or its OLT
+	// unavailable) read nothing and ended nothing: the next one is as
+	// much to come as a first that never ran.
+	coming := has && (firstPending || lastStatus == statusSkipped ||
+		(lastStatus == statusSuccess && now.Sub(lastRun) < p.cfg.ONUFoldWait))
 	if !coming {
 		return false
 	}

@@ -96,6 +96,67 @@ func TestGetWaitsForFirstDiscovery(t *testing.T) {
 	}
 }
 
+// A discovery skipped (stale behind a backlog: nothing read) leaves the
+// OLT's ONUs to come: its get stays held instead of failing
+// no_onus_known, a failure that would count towards the auto-disable of
+// an OLT that answers.
+func TestGetHeldPastASkippedDiscovery(t *testing.T) {
+	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seedConfig(t, env.JS, "v1:sealed-placeholder")
+	get := job(true, 3600)
+	publish(t, env.JS, streams.SubjectJob(get.ID), get)
+	publish(t, env.JS, streams.SubjectJob("disc"), streams.JobUpserted{ID: "disc", Name: "discovery", BrandID: "huawei", Kind: streams.KindDiscovery,
+		OIDIDs: []string{"hw-serial"}, IntervalSeconds: 3600, Priority: 90, Enabled: true})
+	publish(t, env.JS, streams.SubjectAssignment("disc", "olt-a"), streams.JobOLTAssigned{JobID: "disc", OLTID: "olt-a", Enabled: true})
+
+	var mu sync.Mutex
+	var dues []streams.NodeDue
+	onNodeDue(t, ctx, env.JS, func(nd streams.NodeDue) {
+		mu.Lock()
+		dues = append(dues, nd)
+		mu.Unlock()
+	})
+	seen := func() []streams.NodeDue {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]streams.NodeDue(nil), dues...)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := planner.Run(ctx, planner.Config{Tick: 20 * time.Millisecond, FirstRunDelay: 100 * time.Millisecond,
+			RetryBackoff: []time.Duration{100 * time.Millisecond}, ONUKnownRecheck: 50 * time.Millisecond},
+			planner.Deps{JS: env.JS, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Errorf("planner.Run: %v", err)
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }()
+
+	waitUntil(t, 20*time.Second, "the discovery dispatched", func() bool { return len(seen()) >= 1 })
+	disc := seen()[0]
+	if disc.JobID != "disc" {
+		t.Fatalf("first dispatch %s (%s), want the discovery", disc.JobID, disc.Kind)
+	}
+	now := time.Now().UTC()
+	publish(t, env.JS, streams.SubjectExec("olt-a", streams.PhaseSkipped), streams.ExecutionSkipped{ExecutionID: disc.ExecutionID,
+		JobID: "disc", OLTID: "olt-a", PollerID: "stub", Attempt: disc.Attempt, ScheduledAt: disc.ScheduledAt, SkippedAt: now,
+		Reason: "stale: a newer run supersedes it"})
+	time.Sleep(1500 * time.Millisecond) // the get is due, the skip is projected
+	if n := len(seen()); n != 1 {
+		t.Fatalf("the get was dispatched after its OLT's discovery was skipped, with no ONU known: %+v", seen()[1:])
+	}
+	publish(t, env.JS, streams.SubjectONU("olt-a", streams.ONUDiscovered), streams.ONUChanged{OLTID: "olt-a", PonIndex: 1, ONUID: 1,
+		Change: streams.ONUDiscovered, ExecutionID: disc.ExecutionID, ObservedAt: time.Now().UTC()})
+	waitUntil(t, 20*time.Second, "the get dispatched once an ONU is known", func() bool { return len(seen()) >= 2 })
+	if g := seen()[1]; g.JobID != get.ID {
+		t.Fatalf("second dispatch %+v, want the get", g)
+	}
+}
+
 func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)

@@ -29,7 +29,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fs.DurationVar(&cfg.FirstRunSpread, "first-run-spread", 0, "bound of the per-node offset spreading first runs over the interval (default 15m; negative: none)")
 			fs.DurationVar(&cfg.StuckGrace, "stuck-grace", 0, "a flight without a terminal event is freed after interval + timeout + this (default 5m)")
 			fs.IntVar(&cfg.DisableAfterFailures, "disable-after-failures", 0, "consecutive failed executions that disable an OLT (default 3; negative: never)")
-			fs.DurationVar(&cfg.ONUFoldWait, "onu-fold-wait", 0, "how long after an OLT's discovery succeeded its gets still wait for its first known ONU (default 30s)")
+			fs.DurationVar(&cfg.ONUFoldWait, "onu-fold-wait", 0, "how long after an OLT's discovery succeeded its gets still wait for its first known ONU, at most the get's interval past its scheduled time (default 5m)")
 			fs.DurationVar(&cfg.ONUKnownRecheck, "onu-known-recheck", 0, "how often, at most, whether an OLT with held gets has an ONU known is looked up (default 1s)")
 			d := planner.DefaultClassRetries()
 			for _, c := range []struct {
