@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ type Alerting struct {
 	// PendingAtEnd: onu.changed events the alerter had not evaluated when
 	// the bench stopped waiting for it (0: caught up).
 	PendingAtEnd uint64 `json:"pending_at_end"`
+	// AboveTopBucket names the lag figures (p50, p99, steady_p50,
+	// steady_p99) whose quantile fell above the histogram's highest finite
+	// bucket: the figure is that bound, and the lag was longer.
+	AboveTopBucket []string `json:"lag_above_top_bucket,omitempty"`
 }
 
 // alerterSnap is the alerter's metrics and CPU at one moment.
@@ -199,6 +204,7 @@ func (m *monitor) alertingFigures(ctx context.Context, steadyFrom alerterSnap, s
 		return
 	}
 	a.ONUEvents = int64(end.applied)
+	defer a.finiteLags(end.lag)
 	a.LagP50, a.LagP99 = lagQuantile(end.lag, nil, 0.5), lagQuantile(end.lag, nil, 0.99)
 	a.CPUSeconds = end.cpu
 	a.Transitions = end.transitions
@@ -212,17 +218,44 @@ func (m *monitor) alertingFigures(ctx context.Context, steadyFrom alerterSnap, s
 	}
 }
 
+// finiteLags rewrites the lag quantiles that fell in the +Inf bucket (JSON
+// has no infinity) as the highest finite bound of lag, naming them in
+// AboveTopBucket.
+func (a *Alerting) finiteLags(lag []lagBucket) {
+	top := -1.0
+	for _, b := range lag {
+		if !math.IsInf(b.le, 1) {
+			top = max(top, b.le)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"p50", &a.LagP50}, {"p99", &a.LagP99}, {"steady_p50", &a.SteadyLagP50}, {"steady_p99", &a.SteadyLagP99}} {
+		if math.IsInf(*f.v, 1) {
+			*f.v = top
+			a.AboveTopBucket = append(a.AboveTopBucket, f.name)
+		}
+	}
+}
+
 // write prints the alerting figures (nothing without an alerter).
 func (a *Alerting) write(w io.Writer) {
 	if a == nil {
 		return
 	}
 	fmt.Fprintf(w, "\nalerting (facho-alerter; status churn %g %% of the ONUs per interval):\n", a.StatusChurnPercent)
-	fmt.Fprintf(w, "  whole run: %d onu.changed evaluated, lag poll -> evaluated p50 <= %s, p99 <= %s, alerter CPU %.1f s\n",
-		a.ONUEvents, seconds(a.LagP50), seconds(a.LagP99), a.CPUSeconds)
+	q := func(name string, v float64) string {
+		if slices.Contains(a.AboveTopBucket, name) {
+			return "> " + seconds(v) + " (above the top bucket)"
+		}
+		return "<= " + seconds(v)
+	}
+	fmt.Fprintf(w, "  whole run: %d onu.changed evaluated, lag poll -> evaluated p50 %s, p99 %s, alerter CPU %.1f s\n",
+		a.ONUEvents, q("p50", a.LagP50), q("p99", a.LagP99), a.CPUSeconds)
 	if a.SteadyONUEvents > 0 {
-		fmt.Fprintf(w, "  cycles 2..K: %d onu.changed evaluated, lag p50 <= %s, p99 <= %s, %.0f µs of alerter CPU per event\n",
-			a.SteadyONUEvents, seconds(a.SteadyLagP50), seconds(a.SteadyLagP99), a.SteadyCPUUSPerEvent)
+		fmt.Fprintf(w, "  cycles 2..K: %d onu.changed evaluated, lag p50 %s, p99 %s, %.0f µs of alerter CPU per event\n",
+			a.SteadyONUEvents, q("steady_p50", a.SteadyLagP50), q("steady_p99", a.SteadyLagP99), a.SteadyCPUUSPerEvent)
 	} else {
 		fmt.Fprintln(w, "  cycles 2..K: not measured (one cycle, or the alerter had not evaluated cycle 1 before the end)")
 	}

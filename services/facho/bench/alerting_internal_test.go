@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -33,5 +35,22 @@ func TestLagQuantileOfTheSamplesBetweenTwoSnapshots(t *testing.T) {
 	}
 	if got := lagQuantile(before, before, 0.5); got != -1 {
 		t.Errorf("no sample between: %g, want -1", got)
+	}
+}
+
+// A lag beyond the histogram's top bucket is written as that bound and
+// named, so the result still encodes as JSON (it has no infinity).
+func TestLagAboveTopBucketEncodes(t *testing.T) {
+	lag := []lagBucket{{0.5, 1}, {4, 2}, {math.Inf(1), 10}}
+	a := &Alerting{LagP50: lagQuantile(lag, nil, 0.5), LagP99: lagQuantile(lag, nil, 0.99), SteadyLagP50: 0.5}
+	a.finiteLags(lag)
+	if a.LagP99 != 4 || a.LagP50 != 4 || a.SteadyLagP50 != 0.5 {
+		t.Errorf("lags %v %v %v, want 4 4 0.5", a.LagP50, a.LagP99, a.SteadyLagP50)
+	}
+	if want := []string{"p50", "p99"}; !slices.Equal(a.AboveTopBucket, want) {
+		t.Errorf("above the top bucket: %v, want %v", a.AboveTopBucket, want)
+	}
+	if _, err := json.Marshal(Result{Alerting: a}); err != nil {
+		t.Errorf("encode: %v", err)
 	}
 }
