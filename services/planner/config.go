@@ -56,8 +56,9 @@ type Config struct {
 	// Default "planner-" and a random suffix.
 	Instance string
 	// ONUKnownRecheck is how often, at most, the planner looks up whether
-	// an OLT whose get it holds has an ONU known yet (getfirst.go).
-	// Default 1 s.
+	// an OLT whose get it holds has an ONU known yet (getfirst.go), while
+	// a discovery of the OLT has just succeeded; 30 times less often
+	// otherwise. Default 1 s.
 	ONUKnownRecheck time.Duration
 	// ONUFoldWait is how long after an OLT's discovery succeeded its gets
 	// still wait for its first ONU to be known (the projector folding the

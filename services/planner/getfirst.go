@@ -65,18 +65,38 @@ func (p *planner) holdGet(ctx context.Context, d DueNode, now time.Time) bool {
 	if !coming {
 		return false
 	}
-	return !p.onusKnown(ctx, olt, now)
+	return !p.onusKnown(ctx, olt, now, lastStatus == statusSuccess)
 }
 
+// idleRecheckFactor: while no discovery of a held get's OLT has just
+// succeeded (its first one waiting or running, or skipped), its ONUs are
+// looked up only every idleRecheckFactor x Config.ONUKnownRecheck (30 s
+// by default). Nothing but a discovery brings them (or a manual run), and
+// a lookup is a few JetStream requests: a fleet's first discovery holds
+// thousands of gets at once, and looking each up every second was
+// thousands of requests a second on NATS and a busy planner.
+const idleRecheckFactor = 30
+
 // onusKnown says whether the OLT has an ONU known to its gets (see above).
-func (p *planner) onusKnown(ctx context.Context, olt string, now time.Time) bool {
+// folding: a discovery of the OLT has just succeeded, so its ONUs are
+// being folded and are looked up every Config.ONUKnownRecheck. The first
+// lookup of an OLT is at once (a planner that restarts finds the OLTs
+// known before).
+func (p *planner) onusKnown(ctx context.Context, olt string, now time.Time, folding bool) bool {
 	if p.known[olt] {
 		return true
 	}
-	if at, ok := p.knownChecked[olt]; ok && now.Sub(at) < p.cfg.ONUKnownRecheck && now.Sub(at) >= 0 {
-		return false
+	if at, ok := p.knownChecked[olt]; ok && now.Sub(at) >= 0 {
+		wait := p.cfg.ONUKnownRecheck
+		if !folding {
+			wait *= idleRecheckFactor
+		}
+		if now.Sub(at) < wait {
+			return false
+		}
 	}
 	p.knownChecked[olt] = now
+	p.m.onuLookups.Inc()
 	lctx, cancel := context.WithTimeout(ctx, p.cfg.PublishTimeout)
 	defer cancel()
 	known, err := p.lookupONUs(lctx, olt)
@@ -97,11 +117,16 @@ func (p *planner) onusKnown(ctx context.Context, olt string, now time.Time) bool
 // lookupONUs reads whether olt has an ONU in its ONU set or a discovered
 // event in FACHO_ONU.
 func (p *planner) lookupONUs(ctx context.Context, olt string) (bool, error) {
-	kv, err := p.js.KeyValue(ctx, streams.BucketOLTSNMP)
-	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return false, err
+	// The handles are bound once (each bind is a request for the stream's
+	// info); a bucket not created yet is looked for again next time.
+	if p.onuKV == nil {
+		kv, err := p.js.KeyValue(ctx, streams.BucketOLTSNMP)
+		if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return false, err
+		}
+		p.onuKV = kv
 	}
-	if kv != nil {
+	if kv := p.onuKV; kv != nil {
 		e, err := kv.Get(ctx, streams.KeyONUSet(olt))
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -114,11 +139,14 @@ func (p *planner) lookupONUs(ctx context.Context, olt string) (bool, error) {
 			}
 		}
 	}
-	st, err := p.js.Stream(ctx, streams.StreamONU)
-	if err != nil {
-		return false, err
+	if p.onuStream == nil {
+		st, err := p.js.Stream(ctx, streams.StreamONU)
+		if err != nil {
+			return false, err
+		}
+		p.onuStream = st
 	}
-	_, err = st.GetLastMsgForSubject(ctx, streams.SubjectONU(olt, streams.ONUDiscovered))
+	_, err := p.onuStream.GetLastMsgForSubject(ctx, streams.SubjectONU(olt, streams.ONUDiscovered))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}

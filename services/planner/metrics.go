@@ -33,6 +33,9 @@ type metrics struct {
 	// The OLTs' availability (availability.go).
 	unavailable        prometheus.Gauge
 	skippedUnavailable prometheus.Counter
+	// onuLookups: lookups of whether a held get's OLT has an ONU known
+	// (getfirst.go), each a few JetStream requests.
+	onuLookups prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -99,6 +102,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		unavailable: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "facho_planner_olts_unavailable", Help: "OLTs the availability service says are unavailable: their due nodes are skipped.",
 		}),
+		onuLookups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "facho_planner_onu_lookups_total", Help: "Lookups of whether an OLT whose get is held for its first discovery has an ONU known yet.",
+		}),
 		skippedUnavailable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "facho_planner_skipped_unavailable_total", Help: "Due nodes skipped (not dispatched) because their OLT was unavailable.",
 		}),
@@ -109,7 +115,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, fmt.Errorf("register planner metrics: %w", err)
 		}
 	}
-	for _, c := range []prometheus.Collector{m.unavailable, m.skippedUnavailable, m.planned, m.dueEmitted, m.delayed, m.delayedTotal, m.delay, m.configEvents, m.publishErrs,
+	for _, c := range []prometheus.Collector{m.unavailable, m.skippedUnavailable, m.onuLookups, m.planned, m.dueEmitted, m.delayed, m.delayedTotal, m.delay, m.configEvents, m.publishErrs,
 		m.queued, m.inFlight, m.stuck, m.aborted, m.retried, m.manual, m.leader, m.late, m.disabled, m.terms, m.disabledOLTs, m.finishToDispatch} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register planner metrics: %w", err)

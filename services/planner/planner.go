@@ -96,6 +96,9 @@ type planner struct {
 	// when the others were last looked up (getfirst.go).
 	known        map[string]bool
 	knownChecked map[string]time.Time
+	// onuKV and onuStream: the handles the ONU lookups read (bound once).
+	onuKV     jetstream.KeyValue
+	onuStream jetstream.Stream
 	// unavailable holds the OLTs the availability service says are
 	// unavailable (since when): their due nodes are skipped
 	// (availability.go).
