@@ -140,28 +140,25 @@ type barriers struct {
 	m  map[string]uint64
 }
 
-// scheduleWaitMax bounds how long one check waits in place for the
-// schedule projection to reach its barrier, and schedulePoll is how often
-// it looks meanwhile. The projection is usually a few NodeDue behind: a
-// wait of milliseconds in place, where the projection used to hold the
-// message and try again with backoff (up to 5 s a try), asking JetStream
-// for the consumer's state each time. On a busy box that held the
-// executions and varbind projections for minutes (5,000 OLTs' first
-// discovery: 15,000 execution events behind).
-const (
-	scheduleWaitMax = time.Second
-	schedulePoll    = 20 * time.Millisecond
-)
-
 // scheduleCaughtUp reports whether the schedule projection has applied
-// every NodeDue that could have dispatched ids: its committed checkpoint
-// (written in the transaction of its rows) reached each id's barrier,
-// waiting up to scheduleWaitMax for it; or else its consumer is idle
+// every NodeDue that could have dispatched ids: its consumer is idle
 // (nothing pending or unacknowledged: a NodeDue is acked after its
-// commit; a barrier that is a manual run's sequence, which the projection
-// does not read, ends this way), or its ack floor reached the barriers.
+// commit), or its ack floor reached each id's barrier. A busy stream never
+// idles, so the barrier is what ends a wait under load.
 func (p *projector) scheduleCaughtUp(ctx context.Context, ids []string) (bool, error) {
+	cons, err := p.js.Consumer(ctx, streams.StreamSchedule, streams.ConsumerProjectorSchedule)
+	if err != nil {
+		return false, fmt.Errorf("bind consumer %s: %w", streams.ConsumerProjectorSchedule, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("consumer %s info: %w", streams.ConsumerProjectorSchedule, err)
+	}
 	b := &p.barriers
+	if info.NumPending == 0 && info.NumAckPending == 0 {
+		b.forget(ids)
+		return true, nil
+	}
 	b.mu.Lock()
 	missing := false
 	for _, id := range ids {
@@ -172,8 +169,8 @@ func (p *projector) scheduleCaughtUp(ctx context.Context, ids []string) (bool, e
 	b.mu.Unlock()
 	var last uint64
 	if missing {
-		// The execution's NodeDue was stored before anything of the
-		// execution was published, so before this read.
+		// Read after the consumer's info: a NodeDue stored since is above
+		// both, and the barrier only waits for more.
 		stream, err := p.js.Stream(ctx, streams.StreamSchedule)
 		if err != nil {
 			return false, fmt.Errorf("bind stream %s: %w", streams.StreamSchedule, err)
@@ -184,68 +181,26 @@ func (p *projector) scheduleCaughtUp(ctx context.Context, ids []string) (bool, e
 		}
 		last = sinfo.State.LastSeq
 	}
-	var need uint64
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.m == nil || len(b.m) >= maxBarriers {
 		b.m = map[string]uint64{}
 	}
+	caught := true
 	for _, id := range ids {
 		at, ok := b.m[id]
 		if !ok {
 			at = last
 			b.m[id] = at
 		}
-		need = max(need, at)
+		caught = caught && info.AckFloor.Stream >= at
 	}
-	b.mu.Unlock()
-
-	applied := func() (bool, error) {
-		var seq int64
-		if err := p.db.QueryRow(ctx, `SELECT COALESCE((SELECT last_seq FROM checkpoints WHERE consumer = $1), 0)`,
-			streams.ConsumerProjectorSchedule).Scan(&seq); err != nil {
-			return false, fmt.Errorf("read checkpoint of %s: %w", streams.ConsumerProjectorSchedule, err)
-		}
-		return uint64(seq) >= need, nil
-	}
-	idle := func() (bool, error) {
-		cons, err := p.js.Consumer(ctx, streams.StreamSchedule, streams.ConsumerProjectorSchedule)
-		if err != nil {
-			return false, fmt.Errorf("bind consumer %s: %w", streams.ConsumerProjectorSchedule, err)
-		}
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return false, fmt.Errorf("consumer %s info: %w", streams.ConsumerProjectorSchedule, err)
-		}
-		return (info.NumPending == 0 && info.NumAckPending == 0) || info.AckFloor.Stream >= need, nil
-	}
-	// The checkpoint first, then whether the consumer is idle (an
-	// execution never dispatched is then refused at once), then the
-	// checkpoint again until scheduleWaitMax, and the consumer last.
-	if ok, err := applied(); err != nil || ok {
-		return b.ended(ids, ok, err)
-	}
-	if ok, err := idle(); err != nil || ok {
-		return b.ended(ids, ok, err)
-	}
-	deadline := time.Now().Add(scheduleWaitMax)
-	for time.Now().Before(deadline) {
-		if !sleepCtx(ctx, schedulePoll) {
-			return false, ctx.Err()
-		}
-		if ok, err := applied(); err != nil || ok {
-			return b.ended(ids, ok, err)
+	if caught {
+		for _, id := range ids {
+			delete(b.m, id)
 		}
 	}
-	ok, err := idle()
-	return b.ended(ids, ok, err)
-}
-
-// ended forgets the barriers of ids once they are caught up.
-func (b *barriers) ended(ids []string, caught bool, err error) (bool, error) {
-	if caught && err == nil {
-		b.forget(ids)
-	}
-	return caught && err == nil, err
+	return caught, nil
 }
 
 func (b *barriers) forget(ids []string) {
