@@ -21,50 +21,9 @@ import (
 // published a discovered ONU, and dispatched right after one is known.
 // A get failing with a read cause (empty_read) is not retried.
 func TestGetWaitsForFirstDiscovery(t *testing.T) {
-	env := jstest.Start(t, streams.Options{Storage: jetstream.MemoryStorage})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	seedConfig(t, env.JS, "v1:sealed-placeholder")
-	// seedConfig's get every second, made hourly (the hold is bounded by
-	// the get's interval), and an hourly discovery.
-	get := job(true, 3600)
-	publish(t, env.JS, streams.SubjectJob(get.ID), get)
-	publish(t, env.JS, streams.SubjectJob("disc"), streams.JobUpserted{ID: "disc", Name: "discovery", BrandID: "huawei", Kind: streams.KindDiscovery,
-		OIDIDs: []string{"hw-serial"}, IntervalSeconds: 3600, Priority: 90, Enabled: true})
-	publish(t, env.JS, streams.SubjectAssignment("disc", "olt-a"), streams.JobOLTAssigned{JobID: "disc", OLTID: "olt-a", Enabled: true})
-
-	var mu sync.Mutex
-	var dues []streams.NodeDue
-	onNodeDue(t, ctx, env.JS, func(nd streams.NodeDue) {
-		mu.Lock()
-		dues = append(dues, nd)
-		mu.Unlock()
-	})
-	seen := func() []streams.NodeDue {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]streams.NodeDue(nil), dues...)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		// The default first-run spread (15 min): the discovery must not
-		// get an offset. Retries 100 ms apart.
-		err := planner.Run(ctx, planner.Config{Tick: 20 * time.Millisecond, FirstRunDelay: 100 * time.Millisecond,
-			RetryBackoff: []time.Duration{100 * time.Millisecond}, ONUKnownRecheck: 50 * time.Millisecond},
-			planner.Deps{JS: env.JS, Log: zerolog.Nop(), Registry: prometheus.NewRegistry()})
-		if err != nil {
-			t.Errorf("planner.Run: %v", err)
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }()
-
-	waitUntil(t, 20*time.Second, "the discovery dispatched", func() bool { return len(seen()) >= 1 })
+	r := startGetFirst(t)
+	env, get, seen := r.env, r.get, r.seen
 	disc := seen()[0]
-	if disc.JobID != "disc" {
-		t.Fatalf("first dispatch %s (%s), want the discovery", disc.JobID, disc.Kind)
-	}
 	time.Sleep(time.Second) // the get would be due by now
 	if n := len(seen()); n != 1 {
 		t.Fatalf("%d dispatches while the discovery runs, want only the discovery: %+v", n, seen())
@@ -125,6 +84,8 @@ func startGetFirst(t *testing.T) *getFirstRig {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// The default first-run spread (15 min): the discovery must not
+		// get an offset. Retries 100 ms apart.
 		err := planner.Run(ctx, planner.Config{Tick: 20 * time.Millisecond, FirstRunDelay: 100 * time.Millisecond,
 			RetryBackoff: []time.Duration{100 * time.Millisecond}, ONUKnownRecheck: 50 * time.Millisecond},
 			planner.Deps{JS: r.env.JS, Log: zerolog.Nop(), Registry: r.reg})

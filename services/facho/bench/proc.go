@@ -145,13 +145,14 @@ func readUsage(pid int, children bool) (procUsage, error) {
 	sc := bufio.NewScanner(st)
 	for sc.Scan() {
 		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			u.PeakRSS = kb << 10
-		}
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			u.RSS = kb << 10
+		for _, f := range []struct {
+			key string
+			to  *int64
+		}{{"VmHWM:", &u.PeakRSS}, {"VmRSS:", &u.RSS}} {
+			if rest, ok := strings.CutPrefix(line, f.key); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				*f.to = kb << 10
+			}
 		}
 	}
 	return u, nil
