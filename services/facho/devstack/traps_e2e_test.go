@@ -66,13 +66,27 @@ func TestTrapEndToEnd(t *testing.T) {
 		return st
 	}
 	waitFor(t, "the ONU polled online", 60*time.Second, func() (bool, string) { st := status(); return st == "ONLINE", st })
-	// The discovery and the first optical get have run: wait until
-	// nothing is in flight so the confirmation run is the next execution.
+	// The discovery and the first optical get have run (the status above
+	// may be the discovery's, and the health job runs too): wait until
+	// both succeeded and nothing is in flight, so the confirmation run is
+	// the next execution.
 	waitFor(t, "the first discovery and get ended", 60*time.Second, func() (bool, string) {
 		var open, jobs int
-		_ = s.DB.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status IN ('PENDING', 'RUNNING')), count(DISTINCT job_id) FILTER (WHERE status = 'SUCCESS')
-			FROM executions WHERE olt_id = 'olt-t'`).Scan(&open, &jobs)
-		return open == 0 && jobs == 2, fmt.Sprintf("%d open, %d jobs succeeded", open, jobs)
+		_ = s.DB.QueryRow(ctx, `SELECT count(*) FILTER (WHERE e.status IN ('PENDING', 'RUNNING')),
+				count(DISTINCT e.job_id) FILTER (WHERE e.status = 'SUCCESS' AND j.kind IN ('discovery', 'get'))
+			FROM executions e LEFT JOIN snmp_jobs j ON j.id = e.job_id WHERE e.olt_id = 'olt-t'`).Scan(&open, &jobs)
+		return open == 0 && jobs == 2, fmt.Sprintf("%d open, %d of the discovery and get jobs succeeded", open, jobs)
+	})
+	// The projector finds the get job to confirm a trap with in its read
+	// model of the configuration, which trails the configuration stream:
+	// under load it can still miss the OLT's assignment here.
+	waitFor(t, "the OLT's get job in the configuration read model", 30*time.Second, func() (bool, string) {
+		var n int
+		_ = s.DB.QueryRow(ctx, `SELECT count(*) FROM snmp_jobs j
+			JOIN snmp_job_olts a ON a.job_id = j.id AND a.olt_id = 'olt-t' AND a.enabled
+			JOIN olts o ON o.id = a.olt_id AND o.enabled AND NOT o.deleted
+			WHERE j.kind = 'get' AND j.enabled AND NOT j.deleted`).Scan(&n)
+		return n == 1, fmt.Sprintf("%d enabled get jobs of the OLT", n)
 	})
 	if err := olt.SetTrapTarget(oltsim.TrapTarget{Dest: s.TrapAddr}); err != nil {
 		t.Fatal(err)
