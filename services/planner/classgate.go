@@ -1,8 +1,8 @@
 package planner
 
 import (
+	"container/heap"
 	"context"
-	"sort"
 	"time"
 )
 
@@ -101,51 +101,82 @@ func (q *Queues) PopIn(olt string, now time.Time, room Room) (DueNode, bool) {
 // nothing is dispatched that no slot is free to run. room is updated;
 // nil: no limit (Ready).
 func (q *Queues) ReadyIn(now time.Time, room Room) []DueNode {
-	type cand struct {
-		olt string
-		i   int
-		d   DueNode
-	}
 	if n, limited := room[RoomTotal]; limited && n <= 0 {
-		return nil // every slot taken: nothing to sort
+		return nil // every slot taken: nothing to look at
 	}
-	var cands []cand
-	for olt, o := range q.olts {
+	// The candidates are references into the waiting lists, ordered by a
+	// heap: a backlog of thousands of waiting nodes with a few free slots
+	// takes a few pops, where sorting every candidate (and moving whole
+	// DueNodes about) cost the planner a large part of each dispatch.
+	h := candHeap{c: q.cands[:0]}
+	for _, o := range q.olts {
 		if o.flight != nil {
 			continue
 		}
 		for i := range o.waiting {
 			o.waiting[i] = q.aged(o.waiting[i], now)
 			if !room.has(classOf(o.waiting[i])) {
-				continue // its class is full: not a candidate (nor sorted)
+				continue // its class is full: not a candidate
 			}
 			if q.held(o.waiting[i], now) {
 				continue // kept in its queue by the hold rule (SetHold)
 			}
-			cands = append(cands, cand{olt: olt, i: i, d: o.waiting[i]})
+			h.c = append(h.c, cand{o: o, i: i})
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool { return lessDue(cands[i].d, cands[j].d) })
-	chosen := map[string]int{} // OLT -> index in its waiting list
+	heap.Init(&h)
+	var picks []cand
 	var out []DueNode
-	for _, c := range cands {
-		if _, done := chosen[c.olt]; done {
+	chosen := map[*oltQueue]bool{}
+	for h.Len() > 0 {
+		if n, limited := room[RoomTotal]; limited && n <= 0 {
+			break
+		}
+		c := heap.Pop(&h).(cand)
+		if chosen[c.o] {
 			continue
 		}
-		if !room.take(classOf(c.d)) {
+		d := c.o.waiting[c.i]
+		if !room.take(classOf(d)) {
 			continue
 		}
-		chosen[c.olt] = c.i
-		out = append(out, c.d)
+		chosen[c.o] = true
+		picks = append(picks, c)
+		out = append(out, d)
 	}
-	for olt, i := range chosen {
-		o := q.olts[olt]
-		d := o.waiting[i]
-		o.waiting = append(o.waiting[:i], o.waiting[i+1:]...)
+	clear(h.c[:cap(h.c)]) // drop the references the buffer holds
+	q.cands = h.c[:0]
+	for _, c := range picks {
+		o := c.o
+		d := o.waiting[c.i]
+		o.waiting = append(o.waiting[:c.i], o.waiting[c.i+1:]...)
 		q.waiting--
 		q.start(o, d, now)
 	}
 	return out
+}
+
+// cand is a waiting node ReadyIn may dispatch: the i-th of o's waiting
+// list.
+type cand struct {
+	o *oltQueue
+	i int
+}
+
+// candHeap orders candidates most urgent first (lessDue).
+type candHeap struct{ c []cand }
+
+func (h *candHeap) Len() int { return len(h.c) }
+func (h *candHeap) Less(i, j int) bool {
+	return lessDue(h.c[i].o.waiting[h.c[i].i], h.c[j].o.waiting[h.c[j].i])
+}
+func (h *candHeap) Swap(i, j int) { h.c[i], h.c[j] = h.c[j], h.c[i] }
+func (h *candHeap) Push(x any)    { h.c = append(h.c, x.(cand)) }
+func (h *candHeap) Pop() any {
+	n := len(h.c) - 1
+	x := h.c[n]
+	h.c = h.c[:n]
+	return x
 }
 
 // dispatchAll dispatches every free OLT's most urgent node within the

@@ -57,6 +57,8 @@ type Queues struct {
 	// (a get of an OLT with no ONU known yet: getfirst.go); the OLT's
 	// other nodes go ahead of it.
 	hold func(d DueNode, now time.Time) bool
+	// cands is ReadyIn's candidate buffer, kept between calls.
+	cands []cand
 }
 
 // SetHold sets the rule that keeps waiting nodes in their queue (nil: none).
@@ -322,5 +324,31 @@ func lessDue(a, b DueNode) bool {
 	if !a.ScheduledAt.Equal(b.ScheduledAt) {
 		return a.ScheduledAt.Before(b.ScheduledAt)
 	}
-	return a.Key.String() < b.Key.String()
+	return keyLess(a.Key, b.Key)
+}
+
+// keyLess is a.String() < b.String() without building the two strings
+// (lessDue's last tie-break runs inside every sort of the queues).
+func keyLess(a, b NodeKey) bool {
+	as := [3]string{a.JobID, "@", a.OLTID}
+	bs := [3]string{b.JobID, "@", b.OLTID}
+	ai, aj, bi, bj := 0, 0, 0, 0
+	for {
+		for ai < 3 && aj == len(as[ai]) {
+			ai, aj = ai+1, 0
+		}
+		for bi < 3 && bj == len(bs[bi]) {
+			bi, bj = bi+1, 0
+		}
+		switch {
+		case ai == 3:
+			return bi < 3 // a is a prefix of b, or equal
+		case bi == 3:
+			return false
+		}
+		if ca, cb := as[ai][aj], bs[bi][bj]; ca != cb {
+			return ca < cb
+		}
+		aj, bj = aj+1, bj+1
+	}
 }
