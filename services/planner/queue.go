@@ -278,16 +278,31 @@ func (q *Queues) Stuck(cutoff func(Flight) time.Time, now time.Time) []Flight {
 	return out
 }
 
-// Snapshot returns every waiting node, aged at now, most urgent first.
-func (q *Queues) Snapshot(now time.Time) []DueNode {
-	out := make([]DueNode, 0, q.waiting)
+// Next returns the k most urgent waiting nodes, aged at now, most urgent
+// first, and calls each (when not nil) with every waiting node aged at now,
+// in no order. The queue report wants the head of a backlog of thousands
+// each tick, not all of it sorted.
+func (q *Queues) Next(now time.Time, k int, each func(d DueNode)) []DueNode {
+	top := make([]DueNode, 0, k+1)
 	for _, o := range q.olts {
-		for _, d := range o.waiting {
-			out = append(out, q.aged(d, now))
+		for i := range o.waiting {
+			d := q.aged(o.waiting[i], now)
+			if each != nil {
+				each(d)
+			}
+			if len(top) == k && (k == 0 || !lessDue(d, top[k-1])) {
+				continue
+			}
+			at := sort.Search(len(top), func(j int) bool { return lessDue(d, top[j]) })
+			top = append(top, DueNode{})
+			copy(top[at+1:], top[at:])
+			top[at] = d
+			if len(top) > k {
+				top = top[:k]
+			}
 		}
 	}
-	sortDue(out)
-	return out
+	return top
 }
 
 func (q *Queues) gc(olt string, o *oltQueue) {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -218,5 +219,148 @@ func BenchmarkReadyInBacklog(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// snapshotBySort is how the queue report found its next nodes before
+// Next: every waiting node copied and sorted. Oracle and baseline.
+func snapshotBySort(q *Queues, now time.Time) []DueNode {
+	out := make([]DueNode, 0, q.waiting)
+	for _, o := range q.olts {
+		for _, d := range o.waiting {
+			out = append(out, q.aged(d, now))
+		}
+	}
+	sortDue(out)
+	return out
+}
+
+// Next is the head of the whole queue sorted, and visits every waiting
+// node once.
+func TestNextIsTheHeadOfTheSortedQueue(t *testing.T) {
+	for seed := range uint64(20) {
+		q := NewQueues(10 * time.Second)
+		now := t0.Add(time.Hour)
+		backlog(rand.New(rand.NewPCG(seed, 3)), q, 80, now)
+		all := snapshotBySort(q, now)
+		for _, k := range []int{0, 1, 10, len(all), len(all) + 5} {
+			seen := 0
+			got := q.Next(now, k, func(DueNode) { seen++ })
+			want := all[:min(k, len(all))]
+			if dueKeys(got) != dueKeys(want) || seen != q.Waiting() || len(all) != q.Waiting() {
+				t.Fatalf("seed %d k %d: got %s\nwant %s (visited %d of %d)", seed, k, dueKeys(got), dueKeys(want), seen, q.Waiting())
+			}
+			for i := range got {
+				if got[i].Delay != want[i].Delay || got[i].Delayed != want[i].Delayed {
+					t.Fatalf("seed %d k %d: node %d aged %v/%v, want %v/%v", seed, k, i, got[i].Delay, got[i].Delayed, want[i].Delay, want[i].Delayed)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkQueueReportBacklog: the queue report the planner writes every
+// tick, over 5,000 OLTs' backlog: its next nodes by sorting every waiting
+// node (before) against Next (now), and the whole report before and now,
+// in one run.
+//
+//	go test -run '^$' -bench QueueReportBacklog ./services/planner/
+func BenchmarkQueueReportBacklog(b *testing.B) {
+	now := t0.Add(time.Hour)
+	q := NewQueues(10 * time.Second)
+	backlog(rand.New(rand.NewPCG(1, 2)), q, 5000, now)
+	b.Run("sort", func(b *testing.B) {
+		for range b.N {
+			_ = snapshotBySort(q, now)[:10]
+		}
+	})
+	b.Run("next", func(b *testing.B) {
+		for range b.N {
+			_ = q.Next(now, 10, nil)
+		}
+	})
+	b.Run("report-before", func(b *testing.B) {
+		for range b.N {
+			_ = reportBySort(q, 20_000, now, overloadAt(20_000))
+		}
+	})
+	b.Run("report", func(b *testing.B) {
+		for range b.N {
+			_ = Report(q, 20_000, now, overloadAt(20_000))
+		}
+	})
+}
+
+// reportBySort is the queue report as it was built before Next and the
+// counters (every waiting node sorted, maps counted): the oracle of
+// TestReportEqualsTheSortedReport.
+func reportBySort(q *Queues, planned int, now time.Time, overloadAt int) streams.QueueReport {
+	waiting := snapshotBySort(q, now)
+	r := streams.QueueReport{GeneratedAt: now.UTC(), Size: len(waiting), InFlight: q.InFlight(), Planned: planned,
+		NextNodes: []streams.QueuedNode{}, Delayed: map[string]int{}, DelayedClass: map[string]map[string]int{}, DelayedOLT: map[string]map[string]int{}}
+	for _, b := range lateBuckets {
+		r.Delayed[b.name] = 0
+	}
+	for _, c := range []string{classDiscovery, classPolling, classRetry, classHigh} {
+		r.DelayedClass[c] = map[string]int{}
+		for _, b := range lateBuckets {
+			r.DelayedClass[c][b.name] = 0
+		}
+	}
+	perOLT := map[string]map[string]int{}
+	for i, d := range waiting {
+		class := classOf(d)
+		if i < 10 {
+			r.NextNodes = append(r.NextNodes, streams.QueuedNode{NodeID: d.Key.NodeID(), OLTID: d.Key.OLTID, JobID: d.Key.JobID,
+				DueAt: d.ScheduledAt.UTC(), DelaySeconds: d.Delay.Seconds(), Priority: d.Spec.Priority, Class: class})
+		}
+		for _, b := range lateBuckets {
+			if d.Delay <= b.d {
+				break
+			}
+			r.Delayed[b.name]++
+			r.DelayedClass[class][b.name]++
+			if perOLT[d.Key.OLTID] == nil {
+				perOLT[d.Key.OLTID] = map[string]int{}
+			}
+			perOLT[d.Key.OLTID][b.name]++
+		}
+	}
+	olts := make([]string, 0, len(perOLT))
+	for o := range perOLT {
+		olts = append(olts, o)
+	}
+	sort.Slice(olts, func(i, j int) bool {
+		a, b := perOLT[olts[i]]["5s"], perOLT[olts[j]]["5s"]
+		if a != b {
+			return a > b
+		}
+		return olts[i] < olts[j]
+	})
+	for _, o := range olts[:min(len(olts), 100)] {
+		r.DelayedOLT[o] = perOLT[o]
+	}
+	r.IsOverload = r.Delayed["5s"] > overloadAt
+	return r
+}
+
+func TestReportEqualsTheSortedReport(t *testing.T) {
+	for seed := range uint64(20) {
+		q := NewQueues(10 * time.Second)
+		now := t0.Add(time.Hour)
+		backlog(rand.New(rand.NewPCG(seed, 5)), q, 50+int(seed)*20, now)
+		for _, at := range []time.Time{now.Add(-time.Minute), now, now.Add(10 * time.Minute)} {
+			got, err := json.Marshal(Report(q, 500, at, overloadAt(500)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(reportBySort(q, 500, at, overloadAt(500)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("seed %d at %s:\n got %s\nwant %s", seed, at, got, want)
+			}
+		}
 	}
 }

@@ -20,7 +20,7 @@ const (
 )
 
 // lateBuckets are seed 004's (Zabbix's queue) delay buckets.
-var lateBuckets = []struct {
+var lateBuckets = [...]struct {
 	name string
 	d    time.Duration
 }{{"5s", 5 * time.Second}, {"10s", 10 * time.Second}, {"30s", 30 * time.Second}, {"1m", time.Minute}, {"5m", 5 * time.Minute}, {"10m", 10 * time.Minute}}
@@ -30,8 +30,7 @@ func classOf(d DueNode) string { return QueueClass(d.Spec.Kind, d.Retry+1, d.Man
 
 // Report builds the queue report at now from the waiting nodes.
 func Report(q *Queues, planned int, now time.Time, overloadAt int) streams.QueueReport {
-	waiting := q.Snapshot(now)
-	r := streams.QueueReport{GeneratedAt: now.UTC(), Size: len(waiting), InFlight: q.InFlight(), Planned: planned,
+	r := streams.QueueReport{GeneratedAt: now.UTC(), Size: q.Waiting(), InFlight: q.InFlight(), Planned: planned,
 		NextNodes: []streams.QueuedNode{}, Delayed: map[string]int{}, DelayedClass: map[string]map[string]int{}, DelayedOLT: map[string]map[string]int{}}
 	for _, b := range lateBuckets {
 		r.Delayed[b.name] = 0
@@ -42,23 +41,48 @@ func Report(q *Queues, planned int, now time.Time, overloadAt int) streams.Queue
 			r.DelayedClass[c][b.name] = 0
 		}
 	}
-	perOLT := map[string]map[string]int{}
-	for i, d := range waiting {
-		class := classOf(d)
-		if i < 10 {
-			r.NextNodes = append(r.NextNodes, streams.QueuedNode{NodeID: d.Key.NodeID(), OLTID: d.Key.OLTID, JobID: d.Key.JobID,
-				DueAt: d.ScheduledAt.UTC(), DelaySeconds: d.Delay.Seconds(), Priority: d.Spec.Priority, Class: class})
+	// Counted in arrays, made maps once: the report is written every
+	// tick over a backlog that may be thousands of nodes long.
+	type counts [len(lateBuckets)]int
+	var delayed counts
+	perClass := map[string]*counts{}
+	perOLT := map[string]*counts{}
+	next := q.Next(now, 10, func(d DueNode) {
+		if d.Delay <= lateBuckets[0].d {
+			return
 		}
-		for _, b := range lateBuckets {
+		class := classOf(d)
+		c, o := perClass[class], perOLT[d.Key.OLTID]
+		if c == nil {
+			c = new(counts)
+			perClass[class] = c
+		}
+		if o == nil {
+			o = new(counts)
+			perOLT[d.Key.OLTID] = o
+		}
+		for i, b := range lateBuckets {
 			if d.Delay <= b.d {
 				break
 			}
-			r.Delayed[b.name]++
-			r.DelayedClass[class][b.name]++
-			if perOLT[d.Key.OLTID] == nil {
-				perOLT[d.Key.OLTID] = map[string]int{}
-			}
-			perOLT[d.Key.OLTID][b.name]++
+			delayed[i]++
+			c[i]++
+			o[i]++
+		}
+	})
+	for _, d := range next {
+		r.NextNodes = append(r.NextNodes, streams.QueuedNode{NodeID: d.Key.NodeID(), OLTID: d.Key.OLTID, JobID: d.Key.JobID,
+			DueAt: d.ScheduledAt.UTC(), DelaySeconds: d.Delay.Seconds(), Priority: d.Spec.Priority, Class: classOf(d)})
+	}
+	for i, b := range lateBuckets {
+		r.Delayed[b.name] = delayed[i]
+	}
+	for class, c := range perClass {
+		if r.DelayedClass[class] == nil {
+			r.DelayedClass[class] = map[string]int{}
+		}
+		for i, b := range lateBuckets {
+			r.DelayedClass[class][b.name] = c[i]
 		}
 	}
 	olts := make([]string, 0, len(perOLT))
@@ -66,14 +90,20 @@ func Report(q *Queues, planned int, now time.Time, overloadAt int) streams.Queue
 		olts = append(olts, o)
 	}
 	sort.Slice(olts, func(i, j int) bool {
-		a, b := perOLT[olts[i]]["5s"], perOLT[olts[j]]["5s"]
+		a, b := perOLT[olts[i]][0], perOLT[olts[j]][0]
 		if a != b {
 			return a > b
 		}
 		return olts[i] < olts[j]
 	})
 	for _, o := range olts[:min(len(olts), 100)] {
-		r.DelayedOLT[o] = perOLT[o]
+		m := map[string]int{}
+		for i, b := range lateBuckets {
+			if n := perOLT[o][i]; n > 0 {
+				m[b.name] = n
+			}
+		}
+		r.DelayedOLT[o] = m
 	}
 	r.IsOverload = r.Delayed["5s"] > overloadAt
 	return r
