@@ -65,8 +65,7 @@ func lifeBatch(exec string, n int, at time.Time, o huaweiONU, optical bool) stre
 func TestONULifeYieldsItsHistory(t *testing.T) {
 	r := newRig(t)
 	r.start()
-	// Within the history retention whenever the test runs (a fixed date fails once it is older).
-	t0 := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	o := huaweiONU{id: 7, serial: 0xABCD, desc: "casa 7", online: true, rx: -2000}
 	var last uint64
 	step := func(exec string, at time.Duration, optical bool) {
@@ -126,7 +125,7 @@ func TestKilledBetweenCommitAndPublishPublishesOnce(t *testing.T) {
 	r := newRig(t)
 	var once sync.Once
 	killed := make(chan struct{})
-	t0 := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour) // within the history retention
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	var onus []huaweiONU
 	for i := range 50 {
 		onus = append(onus, huaweiONU{id: int64(i), serial: uint32(i + 1), desc: fmt.Sprintf("c%d", i), online: true, rx: -2000 - int64(i)})
