@@ -59,9 +59,10 @@ func (r *rig) hourly() string {
 func TestHourlyRollup(t *testing.T) {
 	r := newRig(t)
 	r.startWith(Config{})
-	// Hours of the last day: history older than its retention is not
-	// rolled up (a fixed date failed once it was a week old).
-	h0 := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	// 10:00 UTC yesterday: a recent day whatever the date, and the hours
+	// the test writes (10:00 to 13:00) never cross midnight, so each
+	// rebuild below covers exactly one day.
+	h0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-14 * time.Hour)
 	o := huaweiONU{id: 1, serial: 0xBEEF, desc: "casa 1", online: true, rx: -2000}
 	steps := []struct {
 		at time.Time
