@@ -108,7 +108,7 @@ type dispatch struct {
 // loadDispatches reads the executions rows of ids.
 func loadDispatches(ctx context.Context, tx pgx.Tx, ids []string) (map[string]dispatch, error) {
 	out := make(map[string]dispatch, len(ids))
-	rows, err := tx.Query(ctx, `SELECT id, olt_id, kind <> '' OR node_id <> '', status, lease_revision, updated_at FROM executions WHERE id = ANY($1)`, ids)
+	rows, err := tx.Query(ctx, `SELECT id, olt_id, kind <> '' OR node_id <> '', status, lease_revision, updated_at FROM executions WHERE id = ANY($1)`, planEachTime, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read the executions of %d messages: %w", len(ids), err)
 	}

@@ -488,7 +488,7 @@ func (l *varbindLoop) applyTx(ctx context.Context, worker int, part []groupItem)
 				names = append(names, it.msg.Batch.OLTID)
 			}
 		}
-		rows, err := tx.Query(ctx, `SELECT olt_id, last_seq FROM olt_checkpoints WHERE consumer = $1 AND olt_id = ANY($2) FOR UPDATE`, l.logical, names)
+		rows, err := tx.Query(ctx, `SELECT olt_id, last_seq FROM olt_checkpoints WHERE consumer = $1 AND olt_id = ANY($2) FOR UPDATE`, planEachTime, l.logical, names)
 		if err != nil {
 			return fmt.Errorf("read olt checkpoints of %s: %w", l.logical, err)
 		}
