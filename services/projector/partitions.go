@@ -48,8 +48,12 @@ func regimeKey(n int) int64 {
 var regimeCheckKey = advisoryLockKey("facho:" + streams.ConsumerProjectorVarbinds + ":regime-check")
 
 // heldAdvisory counts the granted session advisory locks on keys (of any
-// session; shared ones once per holder).
+// session; shared ones once per holder) in this database. pg_locks lists
+// the whole server's locks: without the database, the projectors of
+// another Facho on the same server (another database) counted as replicas
+// here, and one of another partition count kept these standing by.
 const heldAdvisory = `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 	AND ((classid::bigint << 32) | objid::bigint) = ANY($1::bigint[])`
 
 // joinRegime waits until no replica of another partition count runs, then
